@@ -1,0 +1,3 @@
+//! Contact: terrain, contact points, problem assembly and the forward solver.
+
+pub mod solver;

@@ -1,0 +1,1 @@
+//! placeholder: the forward cone-complementarity solver (being written).

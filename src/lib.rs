@@ -1,0 +1,7 @@
+//! ContactLab: hard-contact simulation of floating-base legged robots, with contact
+//! sensitivities for optimisation and learning through contact.
+//!
+//! Data flows one way: scene file -> [`model::Model`] + state -> [`sim`] step -> results.
+//! The reference formulation is `../shared/docs/DESIGN.md`; each module's docs carry its math.
+
+pub mod contact;
