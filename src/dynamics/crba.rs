@@ -1,0 +1,52 @@
+//! Composite rigid-body algorithm (Featherstone 2008, table 6.2): the joint-space inertia
+//! matrix `M(q)`.
+//!
+//! Backward pass over bodies with composite inertias in body frames:
+//! `Yc_i = I_i + sum_children cX*Yc_c cX^-1`, `F = Yc_i S_i`, `M_ii = S_i^T F`, and for each
+//! ancestor `j` of `i` (walking up, transforming `F` as a force): `M_ji = S_j^T F`.
+//! The full symmetric matrix is written (Pinocchio fills only the upper triangle).
+
+use super::kinematics::joint_transform;
+use crate::model::{Data, Model};
+use crate::spatial::transform_inertia_matrix;
+
+/// `M(q)` into `data.mass_matrix`; also updates body placements.
+pub fn crba(model: &Model, data: &mut Data, q: &[f64]) {
+    let nb = model.joints.len();
+    for (i, j) in model.joints.iter().enumerate() {
+        let xj = joint_transform(&j.kind, &q[j.idx_q..j.idx_q + j.nq()]);
+        data.li_m_i[i] = j.placement.compose(&xj);
+        data.o_m_i[i] = match j.parent {
+            Some(p) => data.o_m_i[p].compose(&data.li_m_i[i]),
+            None => data.li_m_i[i],
+        };
+        data.ycrb[i] = model.inertias[i].matrix();
+    }
+    for i in (0..nb).rev() {
+        let ji = &model.joints[i];
+        for c in 0..ji.nv() {
+            let col = ji.idx_v + c;
+            let mut f = data.ycrb[i] * ji.kind.subspace_col(c);
+            for r in c..ji.nv() {
+                let val = ji.kind.subspace_col(r).dot(&f);
+                data.mass_matrix[(ji.idx_v + r, col)] = val;
+                data.mass_matrix[(col, ji.idx_v + r)] = val;
+            }
+            let mut k = i;
+            while let Some(p) = model.joints[k].parent {
+                f = data.li_m_i[k].act_force(&f);
+                let jp = &model.joints[p];
+                for r in 0..jp.nv() {
+                    let val = jp.kind.subspace_col(r).dot(&f);
+                    data.mass_matrix[(jp.idx_v + r, col)] = val;
+                    data.mass_matrix[(col, jp.idx_v + r)] = val;
+                }
+                k = p;
+            }
+        }
+        if let Some(p) = ji.parent {
+            let y = transform_inertia_matrix(&data.li_m_i[i], &data.ycrb[i]);
+            data.ycrb[p] += y;
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Configuration space operations: `neutral`, `integrate`, `difference`, `normalize`.
+//!
+//! `q` has `nq` entries, tangent vectors `nv`. The free-flyer part moves on SE(3) with the body
+//! (right) convention `M+ = M exp6(dq)`, exactly as Pinocchio's `integrate`; one-DoF joints are
+//! Euclidean. `difference(q0, q1)` is the inverse: `integrate(q0, difference(q0, q1)) = q1`.
+//! Every derivative "with respect to q" in ContactLab lives in this tangent space.
+
+use super::{JointKind, Model};
+use crate::spatial::lie::{exp6, log6};
+use crate::spatial::Se3;
+use nalgebra::{DVector, Quaternion, UnitQuaternion, Vector3, Vector6};
+
+/// The base pose encoded in `q[idx..idx + 7]`.
+#[inline]
+pub fn free_flyer_placement(q: &[f64]) -> Se3 {
+    let quat = UnitQuaternion::from_quaternion(Quaternion::new(q[6], q[3], q[4], q[5]));
+    Se3::new(
+        *quat.to_rotation_matrix().matrix(),
+        Vector3::new(q[0], q[1], q[2]),
+    )
+}
+
+fn write_free_flyer(m: &Se3, quat_hint: &[f64], out: &mut [f64]) {
+    let mut quat = UnitQuaternion::from_matrix(&m.rot).into_inner();
+    // Keep the sign of the stored quaternion continuous along a trajectory.
+    let dot = quat.i * quat_hint[0]
+        + quat.j * quat_hint[1]
+        + quat.k * quat_hint[2]
+        + quat.w * quat_hint[3];
+    if dot < 0.0 {
+        quat = -quat;
+    }
+    out[0] = m.trans.x;
+    out[1] = m.trans.y;
+    out[2] = m.trans.z;
+    out[3] = quat.i;
+    out[4] = quat.j;
+    out[5] = quat.k;
+    out[6] = quat.w;
+}
+
+/// The neutral configuration: identity base pose, zero joint positions.
+pub fn neutral(model: &Model) -> DVector<f64> {
+    let mut q = DVector::zeros(model.nq);
+    for j in &model.joints {
+        if j.kind == JointKind::FreeFlyer {
+            q[j.idx_q + 6] = 1.0;
+        }
+    }
+    q
+}
+
+/// `out = q ⊕ dq`. `out` may not alias `q`.
+pub fn integrate(model: &Model, q: &[f64], dq: &[f64], out: &mut [f64]) {
+    for j in &model.joints {
+        let (iq, iv) = (j.idx_q, j.idx_v);
+        match j.kind {
+            JointKind::FreeFlyer => {
+                let m = free_flyer_placement(&q[iq..iq + 7]);
+                let nu = Vector6::from_column_slice(&dq[iv..iv + 6]);
+                // Quaternion product rather than a rotation-matrix round trip: cheaper and keeps
+                // the quaternion's sign continuous.
+                let w = Vector3::new(nu[3], nu[4], nu[5]);
+                let e = exp6(&nu);
+                let p = m.act_point(&e.trans);
+                let q0 = UnitQuaternion::from_quaternion(Quaternion::new(
+                    q[iq + 6],
+                    q[iq + 3],
+                    q[iq + 4],
+                    q[iq + 5],
+                ));
+                let q1 = (q0 * UnitQuaternion::from_scaled_axis(w)).into_inner();
+                let q1 = q1 / q1.norm();
+                out[iq..iq + 3].copy_from_slice(p.as_slice());
+                out[iq + 3] = q1.i;
+                out[iq + 4] = q1.j;
+                out[iq + 5] = q1.k;
+                out[iq + 6] = q1.w;
+            }
+            _ => out[iq] = q[iq] + dq[iv],
+        }
+    }
+}
+
+/// `out = q1 ⊖ q0`, the tangent vector taking `q0` to `q1`.
+pub fn difference(model: &Model, q0: &[f64], q1: &[f64], out: &mut [f64]) {
+    for j in &model.joints {
+        let (iq, iv) = (j.idx_q, j.idx_v);
+        match j.kind {
+            JointKind::FreeFlyer => {
+                let m0 = free_flyer_placement(&q0[iq..iq + 7]);
+                let m1 = free_flyer_placement(&q1[iq..iq + 7]);
+                let nu = log6(&m0.inverse().compose(&m1));
+                out[iv..iv + 6].copy_from_slice(nu.as_slice());
+            }
+            _ => out[iv] = q1[iq] - q0[iq],
+        }
+    }
+}
+
+/// Re-normalizes the base quaternion in place (after user edits or parsing).
+pub fn normalize(model: &Model, q: &mut [f64]) {
+    for j in &model.joints {
+        if j.kind == JointKind::FreeFlyer {
+            let s = &mut q[j.idx_q + 3..j.idx_q + 7];
+            let n = s.iter().map(|x| x * x).sum::<f64>().sqrt();
+            if n > 0.0 {
+                s.iter_mut().for_each(|x| *x /= n);
+            }
+        }
+    }
+}
+
+/// Writes a base pose into `q`.
+pub fn set_free_flyer(q: &mut [f64], m: &Se3) {
+    let hint = [0.0, 0.0, 0.0, 1.0];
+    write_free_flyer(m, &hint, &mut q[..7]);
+}

@@ -1,0 +1,76 @@
+//! Preallocated workspace for the rigid-body algorithms. `Data::new(&model)` allocates every
+//! buffer once; algorithms take `(&Model, &mut Data, ...)` and allocate nothing.
+
+use super::Model;
+use crate::spatial::Se3;
+use nalgebra::{DMatrix, DVector, Matrix6, Vector6};
+
+#[derive(Clone, Debug)]
+pub struct Data {
+    /// `parentMi` of each body at the current `q` (nbodies).
+    pub li_m_i: Vec<Se3>,
+    /// `worldMi` of each body (nbodies).
+    pub o_m_i: Vec<Se3>,
+    /// `worldMf` of each frame (nframes), filled by `update_frame_placements`.
+    pub o_m_f: Vec<Se3>,
+    /// Body spatial velocity in the body frame (nbodies).
+    pub v: Vec<Vector6<f64>>,
+    /// Body spatial acceleration in the body frame, gravity included as a fictitious upward
+    /// acceleration of the world in RNEA (nbodies).
+    pub a: Vec<Vector6<f64>>,
+    /// Body force in the body frame (nbodies).
+    pub f: Vec<Vector6<f64>>,
+    /// Joint torques from `rnea` (nv).
+    pub tau: DVector<f64>,
+    /// Joint-space inertia matrix from `crba`, full and symmetric (nv x nv).
+    pub mass_matrix: DMatrix<f64>,
+    /// Cholesky factor `L` of `M = L L^T`, lower triangle (nv x nv).
+    pub mass_chol: DMatrix<f64>,
+    /// Nonlinear effects `C(q, v) v + g(q)` (nv).
+    pub nle: DVector<f64>,
+    /// Joint accelerations from `aba` (nv).
+    pub ddq: DVector<f64>,
+    /// Composite rigid-body inertias (nbodies), body frame.
+    pub ycrb: Vec<Matrix6<f64>>,
+    /// ABA articulated inertias (nbodies).
+    pub ia: Vec<Matrix6<f64>>,
+    /// ABA bias forces (nbodies).
+    pub pa: Vec<Vector6<f64>>,
+    /// ABA velocity-product accelerations (nbodies).
+    pub c: Vec<Vector6<f64>>,
+    /// ABA `U = IA S` for one-DoF joints (nbodies).
+    pub u_vec: Vec<Vector6<f64>>,
+    /// ABA `D = S^T U` and `u = tau - S^T pA` for one-DoF joints (nbodies).
+    pub d_inv: Vec<f64>,
+    pub u_bias: Vec<f64>,
+    /// Scratch for a world-aligned 3 x nv point Jacobian.
+    pub jac3: DMatrix<f64>,
+}
+
+impl Data {
+    pub fn new(model: &Model) -> Self {
+        let nb = model.nbodies();
+        let nv = model.nv;
+        Self {
+            li_m_i: vec![Se3::identity(); nb],
+            o_m_i: vec![Se3::identity(); nb],
+            o_m_f: vec![Se3::identity(); model.frames.len()],
+            v: vec![Vector6::zeros(); nb],
+            a: vec![Vector6::zeros(); nb],
+            f: vec![Vector6::zeros(); nb],
+            tau: DVector::zeros(nv),
+            mass_matrix: DMatrix::zeros(nv, nv),
+            mass_chol: DMatrix::zeros(nv, nv),
+            nle: DVector::zeros(nv),
+            ddq: DVector::zeros(nv),
+            ycrb: vec![Matrix6::zeros(); nb],
+            ia: vec![Matrix6::zeros(); nb],
+            pa: vec![Vector6::zeros(); nb],
+            c: vec![Vector6::zeros(); nb],
+            u_vec: vec![Vector6::zeros(); nb],
+            d_inv: vec![0.0; nb],
+            u_bias: vec![0.0; nb],
+            jac3: DMatrix::zeros(3, nv),
+        }
+    }
+}

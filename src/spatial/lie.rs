@@ -1,0 +1,68 @@
+//! Exponential and logarithm maps of SO(3) and SE(3), body-frame (right) convention as in
+//! Pinocchio: `integrate(M, nu) = M * exp6(nu)` with `nu = [v; w]` a body twist.
+//!
+//! `exp6(v, w) = (exp3(w), V(w) v)` with
+//! `V(w) = I + (1 - cos t)/t^2 [w] + (t - sin t)/t^3 [w]^2`, `t = |w|` (Murray, Li, Sastry 1994).
+//! Small angles use Taylor expansions so the maps stay smooth through `t = 0`.
+
+use super::{skew, Se3};
+use nalgebra::{Matrix3, UnitQuaternion, Vector3, Vector6};
+
+/// `V(w)` of the SE(3) exponential (the left Jacobian of SO(3)).
+pub fn se3_v(w: &Vector3<f64>) -> Matrix3<f64> {
+    let t2 = w.norm_squared();
+    let s = skew(w);
+    let (a, b) = if t2 < 1e-8 {
+        (0.5 - t2 / 24.0, 1.0 / 6.0 - t2 / 120.0)
+    } else {
+        let t = t2.sqrt();
+        ((1.0 - t.cos()) / t2, (t - t.sin()) / (t2 * t))
+    };
+    Matrix3::identity() + a * s + b * s * s
+}
+
+/// `V(w)^-1`.
+pub fn se3_v_inv(w: &Vector3<f64>) -> Matrix3<f64> {
+    let t2 = w.norm_squared();
+    let s = skew(w);
+    let c = if t2 < 1e-8 {
+        1.0 / 12.0 + t2 / 720.0
+    } else {
+        let t = t2.sqrt();
+        (1.0 - t * t.sin() / (2.0 * (1.0 - t.cos()))) / t2
+    };
+    Matrix3::identity() - 0.5 * s + c * s * s
+}
+
+/// `exp6([v; w])` as a transform.
+pub fn exp6(nu: &Vector6<f64>) -> Se3 {
+    let v = Vector3::new(nu[0], nu[1], nu[2]);
+    let w = Vector3::new(nu[3], nu[4], nu[5]);
+    let r = UnitQuaternion::from_scaled_axis(w);
+    Se3::new(*r.to_rotation_matrix().matrix(), se3_v(&w) * v)
+}
+
+/// `log6(M)` as a twist `[v; w]`, with `|w| <= pi`.
+pub fn log6(m: &Se3) -> Vector6<f64> {
+    let r = UnitQuaternion::from_matrix(&m.rot);
+    let w = r.scaled_axis();
+    let v = se3_v_inv(&w) * m.trans;
+    Vector6::new(v.x, v.y, v.z, w.x, w.y, w.z)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_log_roundtrip() {
+        for nu in [
+            Vector6::new(0.1, -0.2, 0.3, 0.4, -0.5, 0.6),
+            Vector6::new(0.1, -0.2, 0.3, 1e-9, 2e-9, -1e-9),
+            Vector6::new(1.0, 2.0, 3.0, 0.0, 0.0, 3.0),
+        ] {
+            let back = log6(&exp6(&nu));
+            assert!((back - nu).norm() < 1e-10, "{back} vs {nu}");
+        }
+    }
+}

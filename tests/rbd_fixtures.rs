@@ -1,0 +1,44 @@
+//! The rigid-body algorithms against Pinocchio reference values (`../shared/fixtures/rbd/`).
+
+use contactlab::check_dynamics::check;
+use contactlab::model::urdf::{load, RootJoint};
+use std::path::Path;
+
+fn run(system: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/rbd");
+    let loaded = load(
+        &dir.join(format!("urdf/{system}.urdf")),
+        RootJoint::FreeFlyer,
+    )
+    .expect("URDF loads");
+    let report =
+        check(&loaded.model, &dir.join(format!("{system}_set_a.json"))).expect("fixture loads");
+    assert_eq!(report.samples, 10);
+    eprintln!(
+        "{system}: {:?} roundtrip {:e}",
+        report.errors, report.aba_rnea_roundtrip
+    );
+    for (name, err) in &report.errors {
+        assert!(*err < 1e-9, "{system}: {name} relative error {err:e}");
+    }
+    assert!(
+        report.aba_rnea_roundtrip < 1e-9,
+        "{system}: aba(rnea(a)) != a: {:e}",
+        report.aba_rnea_roundtrip
+    );
+}
+
+#[test]
+fn free_box_matches_pinocchio() {
+    run("free_box");
+}
+
+#[test]
+fn solo12_matches_pinocchio() {
+    run("solo12");
+}
+
+#[test]
+fn go1_matches_pinocchio() {
+    run("go1");
+}
