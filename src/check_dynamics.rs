@@ -266,7 +266,7 @@ pub fn check(model: &Model, fixture: &Path) -> Result<Report, FixtureError> {
             let p_ref = Vector3::from(foot.pos);
             names[4].1 = names[4].1.max((p - p_ref).norm() / p_ref.norm().max(1e-12));
             let mut jac = DMatrix::zeros(3, nv);
-            point_jacobian(model, &data, *body, &p, &mut jac);
+            point_jacobian(model, &data.o_m_i, *body, &p, &mut jac);
             let mut j_ref = DMatrix::zeros(3, nv);
             for r in 0..3 {
                 for c in 0..nv {

@@ -7,5 +7,8 @@
 pub mod check_dynamics;
 pub mod contact;
 pub mod dynamics;
+pub mod io;
 pub mod model;
+pub mod scene;
+pub mod sim;
 pub mod spatial;

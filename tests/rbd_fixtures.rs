@@ -42,3 +42,35 @@ fn solo12_matches_pinocchio() {
 fn go1_matches_pinocchio() {
     run("go1");
 }
+
+/// Bodies are numbered as Pinocchio numbers them (depth first, siblings by name), so `q` and
+/// `v` coincide index for index with Pinocchio's for the same URDF.
+#[test]
+fn joint_order_matches_pinocchio() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/rbd");
+    for system in ["solo12", "go1"] {
+        let model = load(
+            &dir.join(format!("urdf/{system}.urdf")),
+            RootJoint::FreeFlyer,
+        )
+        .unwrap()
+        .model;
+        let text = std::fs::read_to_string(dir.join(format!("{system}_set_a.json"))).unwrap();
+        let fx: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for j in fx["meta"]["joints"].as_array().unwrap() {
+            let ours = &model.joints[model.joint_index(j["name"].as_str().unwrap()).unwrap()];
+            assert_eq!(
+                ours.idx_q as u64,
+                j["idx_q"].as_u64().unwrap(),
+                "{system}: {}",
+                ours.name
+            );
+            assert_eq!(
+                ours.idx_v as u64,
+                j["idx_v"].as_u64().unwrap(),
+                "{system}: {}",
+                ours.name
+            );
+        }
+    }
+}

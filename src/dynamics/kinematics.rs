@@ -64,7 +64,7 @@ pub fn update_frame_placements(model: &Model, data: &mut Data) {
 /// Needs `forward_kinematics`.
 pub fn point_jacobian(
     model: &Model,
-    data: &Data,
+    o_m_i: &[Se3],
     body: usize,
     p_world: &Vector3<f64>,
     jac: &mut DMatrix<f64>,
@@ -72,7 +72,7 @@ pub fn point_jacobian(
     jac.fill(0.0);
     for &b in &model.supports[body] {
         let j = &model.joints[b];
-        let o = &data.o_m_i[b];
+        let o = &o_m_i[b];
         for c in 0..j.nv() {
             let s = j.kind.subspace_col(c);
             let w = o.rot * ang(&s);

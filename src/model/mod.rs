@@ -10,6 +10,7 @@
 //! joints about an arbitrary unit axis of the joint frame (`nq = nv = 1`). URDF fixed joints do
 //! not appear here: the importer merges them into their movable parent and keeps them as frames.
 
+pub mod builtin;
 pub mod configuration;
 pub mod data;
 pub mod urdf;

@@ -175,9 +175,8 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
     let model_err =
         |e: ModelError| invalid(format!("robot `{}`", robot.name), "model", e.to_string());
 
-    // Stack of (link, body it is rigidly attached to (None = world), bodyMlink).
-    let mut stack: Vec<(&str, Option<usize>, Se3)> = Vec::new();
-    match root {
+    // The root link: (body it is rigidly attached to (None = world), bodyMlink).
+    let root_body = match root {
         RootJoint::FreeFlyer => {
             let inertia = link_inertia(links[root_link], &mut warnings);
             let b = builder
@@ -191,18 +190,19 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
                     inertia,
                 )
                 .map_err(model_err)?;
-            stack.push((root_link, Some(b), Se3::identity()));
+            Some(b)
         }
-        RootJoint::Fixed => stack.push((root_link, None, Se3::identity())),
-    }
-    let mut link_geoms: Vec<(&str, Option<usize>, Se3)> = Vec::new();
-    // Depth-first, children in name order: push in reverse so the first name pops first.
-    while let Some((link, body, b_m_link)) = stack.pop() {
-        link_geoms.push((link, body, b_m_link));
-        let Some(kids) = children.get(link) else {
-            continue;
-        };
-        for j in kids.iter().rev() {
+        RootJoint::Fixed => None,
+    };
+    let mut link_geoms: Vec<(&str, Option<usize>, Se3)> =
+        vec![(root_link, root_body, Se3::identity())];
+    // Pending joints with the body their parent link is attached to and that link's
+    // placement in it. Depth-first with siblings in name order, as Pinocchio numbers bodies:
+    // push in reverse so the first name pops first, and finish a subtree before its siblings.
+    let mut stack = Vec::new();
+    push_children(&children, &mut stack, root_link, root_body, Se3::identity());
+    while let Some((j, body, b_m_link)) = stack.pop() {
+        {
             let element = format!("joint `{}`", j.name);
             let origin = Se3::from_xyz_rpy(j.origin.xyz.0, j.origin.rpy.0);
             let placement = b_m_link.compose(&origin);
@@ -224,7 +224,8 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
                         }
                         None => {}
                     }
-                    stack.push((child, body, placement));
+                    link_geoms.push((child, body, placement));
+                    push_children(&children, &mut stack, child, body, placement);
                     continue;
                 }
                 urdf_rs::JointType::Revolute => JointKind::Revolute { axis },
@@ -266,7 +267,8 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
                     inertia,
                 )
                 .map_err(|e| invalid(element.clone(), "name", e.to_string()))?;
-            stack.push((child, Some(b), Se3::identity()));
+            link_geoms.push((child, Some(b), Se3::identity()));
+            push_children(&children, &mut stack, child, Some(b), Se3::identity());
         }
     }
 
@@ -335,6 +337,22 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
         tracing::warn!("{w}");
     }
     Ok(Loaded { model, warnings })
+}
+
+type Pending<'a> = Vec<(&'a urdf_rs::Joint, Option<usize>, Se3)>;
+
+fn push_children<'a>(
+    children: &HashMap<&str, Vec<&'a urdf_rs::Joint>>,
+    stack: &mut Pending<'a>,
+    link: &str,
+    body: Option<usize>,
+    b_m_link: Se3,
+) {
+    if let Some(kids) = children.get(link) {
+        for j in kids.iter().rev() {
+            stack.push((*j, body, b_m_link));
+        }
+    }
 }
 
 fn check_finite(a: &[f64; 3], b: &[f64; 3]) -> Result<(), ()> {

@@ -1,0 +1,86 @@
+//! Contact candidates and their Jacobians.
+//!
+//! Every contact point of the model is a candidate at every step, whether or not it touches:
+//! a separated contact has gap `phi > 0`, which enters the free-contact term as `phi / h`, so
+//! the solver returns a zero impulse for it unless the step would close the gap. Keeping the set
+//! fixed keeps the problem size constant and lets the relaxed sensitivities see contacts that
+//! are about to happen.
+//!
+//! For a sphere of radius `r` centred at `c` with terrain normal `n` at distance `d`:
+//! `phi = d - r`, contact point `p = c - r n` (the material point of the body at the sphere's
+//! lowest point), and `J_i = [n^T; t1^T; t2^T] J_p` (3 x nv) with `J_p` the LOCAL_WORLD_ALIGNED
+//! linear Jacobian of `p` (DESIGN 1).
+
+use super::terrain::{tangent_basis, Terrain};
+use crate::dynamics::point_jacobian;
+use crate::model::{Data, Model};
+use nalgebra::{DMatrix, Vector3};
+
+/// Contact geometry of the current configuration, preallocated for the model's `k` contacts.
+#[derive(Clone, Debug)]
+pub struct Contacts {
+    /// Number of contact candidates `k`.
+    pub k: usize,
+    /// Gap `phi_i` (m), positive when separated (k).
+    pub phi: Vec<f64>,
+    /// Terrain normal, first tangent and second tangent in the world (k).
+    pub normal: Vec<Vector3<f64>>,
+    pub t1: Vec<Vector3<f64>>,
+    pub t2: Vec<Vector3<f64>>,
+    /// World contact point (k).
+    pub point: Vec<Vector3<f64>>,
+    /// Friction coefficient (k).
+    pub mu: Vec<f64>,
+    /// Terrain primitive touched: 0 ground, 1 + i box i (k).
+    pub primitive: Vec<usize>,
+    /// Stacked contact Jacobian, rows `(n, t1, t2)` per contact (3k x nv).
+    pub jac: DMatrix<f64>,
+}
+
+impl Contacts {
+    pub fn new(model: &Model) -> Self {
+        let k = model.contact_points.len();
+        Self {
+            k,
+            phi: vec![0.0; k],
+            normal: vec![Vector3::z(); k],
+            t1: vec![Vector3::x(); k],
+            t2: vec![Vector3::y(); k],
+            point: vec![Vector3::zeros(); k],
+            mu: vec![0.0; k],
+            primitive: vec![0; k],
+            jac: DMatrix::zeros(3 * k, model.nv),
+        }
+    }
+
+    /// Gaps, frames and friction of every candidate. Needs `forward_kinematics`.
+    pub fn detect(&mut self, model: &Model, data: &Data, terrain: &Terrain) {
+        for (i, cp) in model.contact_points.iter().enumerate() {
+            let c = data.o_m_i[cp.body].act_point(&cp.position);
+            let q = terrain.query(&c);
+            let (t1, t2) = tangent_basis(&q.normal);
+            self.phi[i] = q.distance - cp.radius;
+            self.normal[i] = q.normal;
+            self.t1[i] = t1;
+            self.t2[i] = t2;
+            self.point[i] = c - cp.radius * q.normal;
+            self.mu[i] = q.friction;
+            self.primitive[i] = q.primitive;
+        }
+    }
+
+    /// The stacked Jacobian `J` (3k x nv). Needs `detect`; uses `data.jac3` as scratch.
+    pub fn jacobian(&mut self, model: &Model, data: &mut Data) {
+        for (i, cp) in model.contact_points.iter().enumerate() {
+            point_jacobian(model, &data.o_m_i, cp.body, &self.point[i], &mut data.jac3);
+            let axes = [self.normal[i], self.t1[i], self.t2[i]];
+            for (r, axis) in axes.iter().enumerate() {
+                for c in 0..model.nv {
+                    self.jac[(3 * i + r, c)] = axis.x * data.jac3[(0, c)]
+                        + axis.y * data.jac3[(1, c)]
+                        + axis.z * data.jac3[(2, c)];
+                }
+            }
+        }
+    }
+}

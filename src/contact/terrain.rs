@@ -1,0 +1,227 @@
+//! Terrain: a ground plane (optionally sloped) and box steps/platforms, as a union of solids.
+//!
+//! The signed distance of a point to the terrain is the minimum over the primitives' signed
+//! distances (exact for the union's exterior), and the contact normal and friction are those of
+//! the primitive that attains it. Box normals are the outward normal of the nearest face inside
+//! the box and the normalized offset from the nearest surface point outside it, so a point foot
+//! walking off a step edge sees a normal that turns continuously around the edge.
+//!
+//! The plane passes through `(0, 0, height)` with normal `Ry(slope) e_z = (sin s, 0, cos s)`:
+//! a positive slope makes the ground descend towards +x.
+
+use crate::spatial::Se3;
+use nalgebra::{Matrix3, Rotation3, Vector3};
+use serde::{Deserialize, Serialize};
+
+/// The ground plane.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ground {
+    /// Height of the plane at the world origin (m).
+    #[serde(default, deserialize_with = "crate::scene::check::finite")]
+    pub height: f64,
+    /// Inclination about the world y axis (rad); the plane descends towards +x.
+    #[serde(default, deserialize_with = "crate::scene::check::slope")]
+    pub slope: f64,
+    /// Coulomb friction coefficient.
+    #[serde(deserialize_with = "crate::scene::check::friction")]
+    pub friction: f64,
+}
+
+impl Default for Ground {
+    fn default() -> Self {
+        Self {
+            height: 0.0,
+            slope: 0.0,
+            friction: 0.8,
+        }
+    }
+}
+
+/// A solid box standing on or above the ground: a step or a platform.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TerrainBox {
+    /// Centre in the world (m).
+    #[serde(deserialize_with = "crate::scene::check::finite3")]
+    pub center: [f64; 3],
+    /// Full side lengths (m).
+    #[serde(deserialize_with = "crate::scene::check::positive3")]
+    pub size: [f64; 3],
+    /// Rotation about the world z axis (rad).
+    #[serde(default, deserialize_with = "crate::scene::check::finite")]
+    pub yaw: f64,
+    /// Coulomb friction coefficient.
+    #[serde(deserialize_with = "crate::scene::check::friction")]
+    pub friction: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Terrain {
+    #[serde(default)]
+    pub ground: Ground,
+    #[serde(default)]
+    pub boxes: Vec<TerrainBox>,
+}
+
+/// Closest terrain feature to a point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TerrainQuery {
+    /// Signed distance (m), positive outside the terrain.
+    pub distance: f64,
+    /// Unit normal pointing out of the terrain.
+    pub normal: Vector3<f64>,
+    pub friction: f64,
+    /// 0 for the ground, `1 + i` for box `i`.
+    pub primitive: usize,
+}
+
+impl Ground {
+    pub fn normal(&self) -> Vector3<f64> {
+        Vector3::new(self.slope.sin(), 0.0, self.slope.cos())
+    }
+    /// Frame with z along the normal and x along the downhill direction.
+    pub fn frame(&self) -> Se3 {
+        let r = Rotation3::from_axis_angle(&Vector3::y_axis(), self.slope);
+        Se3::new(*r.matrix(), Vector3::new(0.0, 0.0, self.height))
+    }
+}
+
+impl TerrainBox {
+    pub fn placement(&self) -> Se3 {
+        let r = Rotation3::from_axis_angle(&Vector3::z_axis(), self.yaw);
+        Se3::new(*r.matrix(), Vector3::from(self.center))
+    }
+
+    fn query(&self, p: &Vector3<f64>) -> (f64, Vector3<f64>) {
+        let m = self.placement();
+        let local = m.rot.transpose() * (p - m.trans);
+        let half = Vector3::from(self.size) * 0.5;
+        let d = local.abs() - half;
+        let outside = Vector3::new(d.x.max(0.0), d.y.max(0.0), d.z.max(0.0));
+        let out_norm = outside.norm();
+        if out_norm > 0.0 {
+            let n_local = Vector3::new(
+                outside.x * local.x.signum(),
+                outside.y * local.y.signum(),
+                outside.z * local.z.signum(),
+            ) / out_norm;
+            (out_norm, m.rot * n_local)
+        } else {
+            // Inside: the nearest face (largest, i.e. least negative, d).
+            let k = if d.x >= d.y && d.x >= d.z {
+                0
+            } else if d.y >= d.z {
+                1
+            } else {
+                2
+            };
+            let mut n_local = Vector3::zeros();
+            n_local[k] = if local[k] >= 0.0 { 1.0 } else { -1.0 };
+            (d[k], m.rot * n_local)
+        }
+    }
+}
+
+impl Terrain {
+    /// Flat ground with the given friction.
+    pub fn flat(friction: f64) -> Self {
+        Self {
+            ground: Ground {
+                friction,
+                ..Ground::default()
+            },
+            boxes: vec![],
+        }
+    }
+
+    pub fn query(&self, p: &Vector3<f64>) -> TerrainQuery {
+        let n = self.ground.normal();
+        let mut best = TerrainQuery {
+            distance: n.dot(&(p - Vector3::new(0.0, 0.0, self.ground.height))),
+            normal: n,
+            friction: self.ground.friction,
+            primitive: 0,
+        };
+        for (i, b) in self.boxes.iter().enumerate() {
+            let (d, n) = b.query(p);
+            if d < best.distance {
+                best = TerrainQuery {
+                    distance: d,
+                    normal: n,
+                    friction: b.friction,
+                    primitive: i + 1,
+                };
+            }
+        }
+        best
+    }
+}
+
+/// Tangent basis `(t1, t2)` completing `n` to a right-handed frame `[t1 t2 n]`. For normals near
+/// `e_z`, `t1` is close to the world x axis; the choice is smooth in `n` away from `n = -e_x`.
+pub fn tangent_basis(n: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
+    let helper = if n.x.abs() < 0.9 {
+        Vector3::x()
+    } else {
+        Vector3::y()
+    };
+    let t1 = (helper - n * n.dot(&helper)).normalize();
+    let t2 = n.cross(&t1);
+    (t1, t2)
+}
+
+/// Rotation whose columns are `(t1, t2, n)`.
+pub fn contact_rotation(n: &Vector3<f64>) -> Matrix3<f64> {
+    let (t1, t2) = tangent_basis(n);
+    Matrix3::from_columns(&[t1, t2, *n])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn box_distance_and_normals() {
+        let t = Terrain {
+            ground: Ground::default(),
+            boxes: vec![TerrainBox {
+                center: [1.0, 0.0, 0.1],
+                size: [0.4, 2.0, 0.2],
+                yaw: 0.0,
+                friction: 0.5,
+            }],
+        };
+        let q = t.query(&Vector3::new(1.0, 0.0, 0.25));
+        assert!(
+            (q.distance - 0.05).abs() < 1e-12
+                && (q.normal - Vector3::z()).norm() < 1e-12
+                && q.primitive == 1
+        );
+        let q = t.query(&Vector3::new(1.0, 0.0, 0.19));
+        assert!((q.distance + 0.01).abs() < 1e-12 && q.normal.z == 1.0);
+        let q = t.query(&Vector3::new(0.0, 0.0, 0.05));
+        assert!((q.distance - 0.05).abs() < 1e-12 && q.primitive == 0);
+        let (t1, t2) = tangent_basis(&Vector3::new(0.3, -0.2, 0.9).normalize());
+        assert!(
+            t1.dot(&t2).abs() < 1e-12
+                && (t1.cross(&t2) - Vector3::new(0.3, -0.2, 0.9).normalize()).norm() < 1e-12
+        );
+    }
+
+    #[test]
+    fn slope_descends_towards_plus_x() {
+        let g = Terrain {
+            ground: Ground {
+                height: 0.0,
+                slope: 0.2,
+                friction: 1.0,
+            },
+            boxes: vec![],
+        };
+        let z_at = |x: f64| -(0.2f64).tan() * x;
+        assert!(g.query(&Vector3::new(2.0, 0.0, z_at(2.0))).distance.abs() < 1e-12);
+        assert!(z_at(1.0) < 0.0);
+    }
+}

@@ -1,0 +1,484 @@
+//! Scenes: RON files under `scenes/` that say which robot, where it starts, on what terrain,
+//! with which time step, solver settings, controller and scheduled pulls.
+//!
+//! ```ron
+//! Scene(
+//!     name: "quadruped_stand",
+//!     robot: Builtin(Quadruped),            // or Urdf(path: "x.urdf", floating: true), Box(size: (..), mass: ..)
+//!     initial: (
+//!         base_position: (0.0, 0.0, 0.33),
+//!         base_rpy: (0.0, 0.0, 0.0),
+//!         joints: {"*_thigh_joint": 0.8, "*_calf_joint": -1.6},
+//!     ),
+//!     terrain: (ground: (friction: 0.8), boxes: []),
+//!     dt: 0.002,
+//!     controller: JointPd(kp: 80.0, kd: 2.0, posture: {"*_thigh_joint": 0.8, "*_calf_joint": -1.6}),
+//!     pulls: [(body: "trunk", point: (0.0, 0.0, 0.0), force: (0.0, 60.0, 0.0), start: 1.0, duration: 0.2)],
+//!     duration: 3.0,
+//! )
+//! ```
+//! Joint maps take joint names, or `*suffix` patterns that set every joint whose name ends in
+//! `suffix`; exact names win over patterns. Base velocities are given in the world frame and
+//! stored as the body twist (`v_lin = R^T pdot`, `w_body = R^T w_world`).
+//!
+//! Every error names the file, the line and column, the field path and the allowed range.
+
+pub mod check;
+
+use crate::contact::Terrain;
+use crate::model::builtin;
+use crate::model::urdf::{self, RootJoint};
+use crate::model::{configuration::set_free_flyer, neutral, Model};
+use crate::sim::{Controller, Pull, Simulation, StepSettings};
+use crate::spatial::Se3;
+use nalgebra::{DVector, Rotation3, Vector3};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use thiserror::Error;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BuiltinRobot {
+    /// `assets/robots/quadruped.urdf`, floating base.
+    Quadruped,
+    /// `assets/robots/hopper.urdf`, planar.
+    Hopper,
+    /// A 0.2 m, 1 kg cube.
+    Cube,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RobotSpec {
+    Builtin(BuiltinRobot),
+    /// A URDF file, relative to the scene file. `floating: false` welds the root to the world.
+    Urdf {
+        path: PathBuf,
+        floating: bool,
+    },
+    /// A rigid box with its corners as contacts.
+    Box {
+        #[serde(deserialize_with = "check::positive3")]
+        size: [f64; 3],
+        #[serde(deserialize_with = "check::positive")]
+        mass: f64,
+    },
+}
+
+fn zero3() -> [f64; 3] {
+    [0.0; 3]
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitialState {
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub base_position: [f64; 3],
+    /// Roll, pitch, yaw (rad), `R = Rz(yaw) Ry(pitch) Rx(roll)`.
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub base_rpy: [f64; 3],
+    /// World frame (m/s).
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub base_linear_velocity: [f64; 3],
+    /// World frame (rad/s).
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub base_angular_velocity: [f64; 3],
+    #[serde(default, deserialize_with = "check::finite_map")]
+    pub joints: BTreeMap<String, f64>,
+    #[serde(default, deserialize_with = "check::finite_map")]
+    pub joint_velocities: BTreeMap<String, f64>,
+}
+
+impl Default for InitialState {
+    fn default() -> Self {
+        Self {
+            base_position: zero3(),
+            base_rpy: zero3(),
+            base_linear_velocity: zero3(),
+            base_angular_velocity: zero3(),
+            joints: BTreeMap::new(),
+            joint_velocities: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum ControllerSpec {
+    #[default]
+    None,
+    /// Joint PD to a posture; joints missing from `posture` hold their initial position.
+    JointPd {
+        #[serde(deserialize_with = "check::non_negative")]
+        kp: f64,
+        #[serde(deserialize_with = "check::non_negative")]
+        kd: f64,
+        #[serde(default, deserialize_with = "check::finite_map")]
+        posture: BTreeMap<String, f64>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PullSpec {
+    /// Link (body) or frame name.
+    pub body: String,
+    /// Point in that link's frame (m).
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub point: [f64; 3],
+    /// World-frame force (N).
+    #[serde(deserialize_with = "check::finite3")]
+    pub force: [f64; 3],
+    #[serde(deserialize_with = "check::non_negative")]
+    pub start: f64,
+    #[serde(deserialize_with = "check::positive")]
+    pub duration: f64,
+}
+
+fn default_gravity() -> [f64; 3] {
+    [0.0, 0.0, -9.81]
+}
+
+/// The file format, as written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename = "Scene", deny_unknown_fields)]
+pub struct SceneFile {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub robot: RobotSpec,
+    #[serde(default)]
+    pub initial: InitialState,
+    #[serde(default)]
+    pub terrain: Terrain,
+    #[serde(default = "default_gravity", deserialize_with = "check::finite3")]
+    pub gravity: [f64; 3],
+    #[serde(deserialize_with = "check::time_step")]
+    pub dt: f64,
+    #[serde(default)]
+    pub solver: crate::contact::solver::Settings,
+    #[serde(default)]
+    pub controller: ControllerSpec,
+    #[serde(default)]
+    pub pulls: Vec<PullSpec>,
+    /// Default duration of `simulate` (s).
+    #[serde(default, deserialize_with = "check::positive_opt")]
+    pub duration: Option<f64>,
+}
+
+#[derive(Debug, Error)]
+pub enum SceneError {
+    #[error("{file}: cannot read: {message}")]
+    Io { file: PathBuf, message: String },
+    #[error("{file}:{line}:{column}: {field}: {message}")]
+    Invalid {
+        file: PathBuf,
+        line: usize,
+        column: usize,
+        field: String,
+        message: String,
+    },
+    #[error(transparent)]
+    Urdf(#[from] urdf::UrdfError),
+}
+
+/// A loaded scene, ready to simulate.
+#[derive(Clone, Debug)]
+pub struct Scene {
+    pub path: PathBuf,
+    pub file: SceneFile,
+    pub model: Arc<Model>,
+    pub terrain: Terrain,
+    pub settings: StepSettings,
+    pub q0: DVector<f64>,
+    pub v0: DVector<f64>,
+    pub controller: Controller,
+    pub pulls: Vec<Pull>,
+    /// Warnings from model import.
+    pub warnings: Vec<String>,
+}
+
+/// Line and column (1-based) of the first occurrence of `needle` in `text`, or (1, 1).
+fn locate(text: &str, needle: &str) -> (usize, usize) {
+    match text.find(needle) {
+        Some(off) => {
+            let before = &text[..off];
+            let line = before.matches('\n').count() + 1;
+            let col = off - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+            (line, col)
+        }
+        None => (1, 1),
+    }
+}
+
+impl Scene {
+    pub fn load(path: &Path) -> Result<Scene, SceneError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SceneError::Io {
+            file: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Self::from_str(&text, path)
+    }
+
+    /// Parses scene text; `path` is used in messages and to resolve relative URDF paths.
+    pub fn from_str(text: &str, path: &Path) -> Result<Scene, SceneError> {
+        let file = path.to_path_buf();
+        let spanned = |e: ron::error::SpannedError, field: String| SceneError::Invalid {
+            file: file.clone(),
+            line: e.span.start.line,
+            column: e.span.start.col,
+            field: if field.is_empty() || field == "." {
+                "scene".into()
+            } else {
+                field
+            },
+            message: e.code.to_string(),
+        };
+        let mut de = ron::Deserializer::from_str(text).map_err(|e| spanned(e, String::new()))?;
+        let parsed: Result<SceneFile, _> = serde_path_to_error::deserialize(&mut de);
+        let sf = match parsed {
+            Ok(sf) => sf,
+            Err(e) => {
+                let field = e.path().to_string();
+                let err = de.span_error(e.into_inner());
+                return Err(spanned(err, field));
+            }
+        };
+        de.end()
+            .map_err(|e| spanned(de.span_error(e), "scene".into()))?;
+        Self::from_file(sf, text, path)
+    }
+
+    /// Builds a scene from its parsed form; `text` (may be empty) is used to locate errors.
+    pub fn from_file(sf: SceneFile, text: &str, path: &Path) -> Result<Scene, SceneError> {
+        let invalid = |needle: &str, field: String, message: String| {
+            let (line, column) = locate(text, needle);
+            SceneError::Invalid {
+                file: path.to_path_buf(),
+                line,
+                column,
+                field,
+                message,
+            }
+        };
+        sf.solver
+            .validate()
+            .map_err(|e| invalid("solver", "solver".into(), e.to_string()))?;
+        let (mut model, warnings) = match &sf.robot {
+            RobotSpec::Builtin(BuiltinRobot::Quadruped) => {
+                let l = builtin::quadruped()?;
+                (l.model, l.warnings)
+            }
+            RobotSpec::Builtin(BuiltinRobot::Hopper) => {
+                let l = builtin::hopper()?;
+                (l.model, l.warnings)
+            }
+            RobotSpec::Builtin(BuiltinRobot::Cube) => (
+                builtin::rigid_box([0.2; 3], 1.0)
+                    .map_err(|e| invalid("robot", "robot".into(), e.to_string()))?,
+                vec![],
+            ),
+            RobotSpec::Box { size, mass } => (
+                builtin::rigid_box(*size, *mass)
+                    .map_err(|e| invalid("robot", "robot".into(), e.to_string()))?,
+                vec![],
+            ),
+            RobotSpec::Urdf { path: p, floating } => {
+                let full = if p.is_absolute() {
+                    p.clone()
+                } else {
+                    path.parent().unwrap_or(Path::new(".")).join(p)
+                };
+                if !full.exists() {
+                    return Err(invalid(
+                        &p.to_string_lossy(),
+                        "robot.path".into(),
+                        format!("URDF file {} does not exist", full.display()),
+                    ));
+                }
+                let l = urdf::load(
+                    &full,
+                    if *floating {
+                        RootJoint::FreeFlyer
+                    } else {
+                        RootJoint::Fixed
+                    },
+                )?;
+                (l.model, l.warnings)
+            }
+        };
+        model.gravity = Vector3::from(sf.gravity);
+
+        let settings = StepSettings {
+            dt: sf.dt,
+            solver: sf.solver,
+        };
+        let init = &sf.initial;
+        let mut q0 = neutral(&model);
+        let mut v0 = DVector::zeros(model.nv);
+        if model.has_free_flyer() {
+            let r =
+                Rotation3::from_euler_angles(init.base_rpy[0], init.base_rpy[1], init.base_rpy[2]);
+            let m = Se3::new(*r.matrix(), Vector3::from(init.base_position));
+            set_free_flyer(q0.as_mut_slice(), &m);
+            let rt = r.matrix().transpose();
+            let vl = rt * Vector3::from(init.base_linear_velocity);
+            let wb = rt * Vector3::from(init.base_angular_velocity);
+            v0.rows_mut(0, 3).copy_from(&vl);
+            v0.rows_mut(3, 3).copy_from(&wb);
+        }
+        let apply =
+            |map: &BTreeMap<String, f64>, field: &str, out: &mut DVector<f64>, use_q: bool| {
+                for (key, &val) in map {
+                    let matches: Vec<usize> = match key.strip_prefix('*') {
+                        Some(suffix) => (0..model.joints.len())
+                            .filter(|&j| model.joints[j].name.ends_with(suffix))
+                            .collect(),
+                        None => model.joint_index(key).into_iter().collect(),
+                    };
+                    let one_dof: Vec<usize> = matches
+                        .into_iter()
+                        .filter(|&j| model.joints[j].nv() == 1)
+                        .collect();
+                    if one_dof.is_empty() {
+                        let names: Vec<&str> = model
+                            .joints
+                            .iter()
+                            .filter(|j| j.nv() == 1)
+                            .map(|j| j.name.as_str())
+                            .collect();
+                        return Err(invalid(
+                            &format!("\"{key}\""),
+                            format!("{field}[\"{key}\"]"),
+                            format!("no joint matches; joints are: {}", names.join(", ")),
+                        ));
+                    }
+                    // Exact names take precedence over patterns: patterns are applied first below.
+                    for j in one_dof {
+                        let idx = if use_q {
+                            model.joints[j].idx_q
+                        } else {
+                            model.joints[j].idx_v
+                        };
+                        if key.starts_with('*') || !use_q || true {
+                            out[idx] = val;
+                        }
+                    }
+                }
+                Ok(())
+            };
+        let ordered =
+            |map: &BTreeMap<String, f64>| -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
+                map.iter()
+                    .map(|(k, v)| (k.clone(), *v))
+                    .partition(|(k, _)| k.starts_with('*'))
+            };
+        for part in {
+            let (p, e) = ordered(&init.joints);
+            [p, e]
+        } {
+            apply(&part, "initial.joints", &mut q0, true)?;
+        }
+        for part in {
+            let (p, e) = ordered(&init.joint_velocities);
+            [p, e]
+        } {
+            apply(&part, "initial.joint_velocities", &mut v0, false)?;
+        }
+        for j in &model.joints {
+            if j.nq() == 1 {
+                let x = q0[j.idx_q];
+                if x < j.limits.lower - 1e-9 || x > j.limits.upper + 1e-9 {
+                    return Err(invalid(
+                        &j.name,
+                        format!("initial.joints[\"{}\"]", j.name),
+                        format!(
+                            "{x} is outside the joint limits [{}, {}]",
+                            j.limits.lower, j.limits.upper
+                        ),
+                    ));
+                }
+            }
+        }
+
+        let controller = match &sf.controller {
+            ControllerSpec::None => Controller::None,
+            ControllerSpec::JointPd { kp, kd, posture } => {
+                let mut target = q0.clone();
+                for part in {
+                    let (p, e) = ordered(posture);
+                    [p, e]
+                } {
+                    apply(&part, "controller.posture", &mut target, true)?;
+                }
+                let posture = model.actuated_dofs.iter().map(|&dof| {
+                    let j = model
+                        .joints
+                        .iter()
+                        .find(|j| j.idx_v == dof)
+                        .expect("actuated dof belongs to a joint");
+                    target[j.idx_q]
+                });
+                Controller::JointPd {
+                    kp: *kp,
+                    kd: *kd,
+                    posture: posture.collect(),
+                }
+            }
+        };
+
+        let mut pulls = Vec::new();
+        for (i, p) in sf.pulls.iter().enumerate() {
+            let Some((body, placement)) = model.resolve_body_or_frame(&p.body) else {
+                return Err(invalid(
+                    &format!("\"{}\"", p.body),
+                    format!("pulls[{i}].body"),
+                    format!(
+                        "no link or frame named `{}`; links are: {}",
+                        p.body,
+                        model.body_names.join(", ")
+                    ),
+                ));
+            };
+            pulls.push(Pull {
+                body,
+                point: placement.act_point(&Vector3::from(p.point)),
+                force: Vector3::from(p.force),
+                start: p.start,
+                duration: p.duration,
+            });
+        }
+        Ok(Scene {
+            path: path.to_path_buf(),
+            terrain: sf.terrain.clone(),
+            file: sf,
+            model: Arc::new(model),
+            settings,
+            q0,
+            v0,
+            controller,
+            pulls,
+            warnings,
+        })
+    }
+
+    /// A simulation at the scene's initial state.
+    pub fn simulation(&self) -> Simulation {
+        let mut sim = Simulation::new(
+            self.model.clone(),
+            self.terrain.clone(),
+            self.settings,
+            self.q0.clone(),
+            self.v0.clone(),
+        );
+        sim.controller = self.controller.clone();
+        sim.pulls = self.pulls.clone();
+        sim
+    }
+
+    /// Writes the scene's file form atomically.
+    pub fn save(file: &SceneFile, path: &Path) -> std::io::Result<()> {
+        let text = ron::ser::to_string_pretty(file, ron::ser::PrettyConfig::default())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
+        crate::io::write_atomic(path, text.as_bytes())
+    }
+}

@@ -1,0 +1,12 @@
+//! Time stepping: the hard-contact step (DESIGN 2), external pulls, joint controllers, and a
+//! [`Simulation`] that owns a state and advances it.
+
+pub mod controller;
+pub mod pulls;
+pub mod simulation;
+pub mod step;
+
+pub use controller::Controller;
+pub use pulls::Pull;
+pub use simulation::Simulation;
+pub use step::{step, StepInfo, StepSettings, StepStatus, StepWorkspace};

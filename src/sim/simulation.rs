@@ -1,0 +1,89 @@
+//! A simulation: model, terrain, settings, controller and pulls around one state.
+
+use super::step::{step, StepInfo, StepSettings, StepWorkspace};
+use super::{Controller, Pull};
+use crate::contact::Terrain;
+use crate::dynamics::forward_kinematics;
+use crate::model::Model;
+use nalgebra::DVector;
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct Simulation {
+    pub model: Arc<Model>,
+    pub terrain: Terrain,
+    pub settings: StepSettings,
+    pub controller: Controller,
+    pub pulls: Vec<Pull>,
+    /// Current configuration (nq), velocity (nv) and time (s).
+    pub q: DVector<f64>,
+    pub v: DVector<f64>,
+    pub t: f64,
+    /// Actuator inputs of the last step (nu).
+    pub u: DVector<f64>,
+    /// External generalized force of the last step (nv).
+    pub tau_ext: DVector<f64>,
+    pub ws: StepWorkspace,
+    q_next: DVector<f64>,
+    v_next: DVector<f64>,
+}
+
+impl Simulation {
+    pub fn new(
+        model: Arc<Model>,
+        terrain: Terrain,
+        settings: StepSettings,
+        q: DVector<f64>,
+        v: DVector<f64>,
+    ) -> Self {
+        let ws = StepWorkspace::new(&model);
+        Self {
+            terrain,
+            settings,
+            controller: Controller::None,
+            pulls: vec![],
+            u: DVector::zeros(model.nu),
+            tau_ext: DVector::zeros(model.nv),
+            q_next: q.clone(),
+            v_next: v.clone(),
+            q,
+            v,
+            t: 0.0,
+            ws,
+            model,
+        }
+    }
+
+    /// Computes the controls and pulls for the current state and advances one step. The state
+    /// is left unchanged when the step reports that it could not advance.
+    pub fn step(&mut self) -> StepInfo {
+        let model = &*self.model;
+        self.controller
+            .compute(model, self.q.as_slice(), self.v.as_slice(), &mut self.u);
+        self.tau_ext.fill(0.0);
+        if self.pulls.iter().any(|p| p.active(self.t)) {
+            forward_kinematics(model, &mut self.ws.data, self.q.as_slice(), None);
+            for p in self.pulls.iter().filter(|p| p.active(self.t)) {
+                p.add_generalized_force(model, &mut self.ws.data, &mut self.tau_ext);
+            }
+        }
+        let info = step(
+            model,
+            &self.terrain,
+            &self.settings,
+            &mut self.ws,
+            self.q.as_slice(),
+            self.v.as_slice(),
+            self.u.as_slice(),
+            self.tau_ext.as_slice(),
+            self.q_next.as_mut_slice(),
+            self.v_next.as_mut_slice(),
+        );
+        if info.status.advanced() {
+            std::mem::swap(&mut self.q, &mut self.q_next);
+            std::mem::swap(&mut self.v, &mut self.v_next);
+            self.t += self.settings.dt;
+        }
+        info
+    }
+}

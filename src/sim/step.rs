@@ -1,0 +1,313 @@
+//! The forward step: semi-implicit, velocity-level hard contact (Stewart & Trinkle 1996;
+//! Anitescu 2006), as in DESIGN 2.
+//!
+//! ```text
+//! M(q) (v+ - v) = h (S u + tau_ext - c(q, v)) + J^T lambda,     q+ = integrate(q, h v+)
+//! v_free = v + h M^-1 (S u + tau_ext - c)
+//! G = J M^-1 J^T,   b = J v_free + [phi/h; 0; 0] per contact,   w = G lambda + b
+//! v+ = v_free + M^-1 J^T lambda
+//! ```
+//! with `lambda_i` in the friction cone, Signorini on the normal and maximal dissipation on the
+//! tangent, solved exactly by [`crate::contact::solver`]. The step is a chain of named stages
+//! (`stage_dynamics`, `stage_contacts`, `stage_free_velocity`, `stage_delassus`, `stage_solve`,
+//! `stage_integrate`), each callable on its own so derivatives and finite differences can reuse
+//! them. Nothing here allocates after [`StepWorkspace::new`].
+
+use crate::contact::detection::Contacts;
+use crate::contact::solver::{self, classify, ContactMode, ContactSolver};
+use crate::contact::Terrain;
+use crate::dynamics::{cholesky, crba, nle};
+use crate::model::{integrate, Data, Model};
+use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Settings of the step.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepSettings {
+    /// Time step `h` (s). Default 0.002.
+    #[serde(deserialize_with = "crate::scene::check::time_step")]
+    pub dt: f64,
+    /// Contact solver settings.
+    #[serde(default)]
+    pub solver: solver::Settings,
+}
+
+impl Default for StepSettings {
+    fn default() -> Self {
+        Self {
+            dt: 0.002,
+            solver: solver::Settings::default(),
+        }
+    }
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum StepSettingsError {
+    #[error("dt: must be finite and in (0, 0.1] s, got {0}")]
+    Dt(f64),
+    #[error("solver.{0}")]
+    Solver(String),
+}
+
+impl StepSettings {
+    pub fn validate(&self) -> Result<(), StepSettingsError> {
+        if !(self.dt.is_finite() && self.dt > 0.0 && self.dt <= 0.1) {
+            return Err(StepSettingsError::Dt(self.dt));
+        }
+        self.solver
+            .validate()
+            .map_err(|e| StepSettingsError::Solver(e.to_string()))
+    }
+}
+
+/// Outcome of one step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StepStatus {
+    /// The contact problem was solved to tolerance.
+    Ok,
+    /// The contact solver stopped without converging; the state was advanced with its last
+    /// iterate (inside the friction cone).
+    SolverNotConverged,
+    /// The mass matrix was not positive definite; the state was not advanced.
+    SingularMassMatrix,
+    /// NaN or infinity in the input or the result; the state was not advanced.
+    NonFinite,
+}
+
+impl StepStatus {
+    /// Whether the produced state can be used.
+    pub fn advanced(&self) -> bool {
+        matches!(self, StepStatus::Ok | StepStatus::SolverNotConverged)
+    }
+}
+
+/// Diagnostics of one step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepInfo {
+    pub status: StepStatus,
+    /// The contact solver's report.
+    pub solver: solver::Info,
+    /// `max(0, -min_i phi_i)` at the start of the step (m).
+    pub penetration: f64,
+    /// Number of contacts with a nonzero impulse.
+    pub active_contacts: usize,
+}
+
+/// Preallocated buffers of the step.
+#[derive(Clone)]
+pub struct StepWorkspace {
+    /// Rigid-body workspace.
+    pub data: Data,
+    /// Contact geometry and Jacobian (`3k x nv`).
+    pub contacts: Contacts,
+    /// Generalized force `S u + tau_ext - c(q, v)` (nv).
+    pub force: DVector<f64>,
+    /// Free velocity (nv).
+    pub v_free: DVector<f64>,
+    /// `M^-1 J^T` (nv x 3k).
+    pub minv_jt: DMatrix<f64>,
+    /// Delassus matrix `G = J M^-1 J^T` (3k x 3k).
+    pub delassus: DMatrix<f64>,
+    /// Free-contact term `b` (3k).
+    pub b: DVector<f64>,
+    /// Contact impulses `lambda`, per contact `(l_n, l_t1, l_t2)` (3k).
+    pub lambda: DVector<f64>,
+    /// Contact velocities after the step `w = G lambda + b` (3k).
+    pub w: DVector<f64>,
+    /// Impulses of the previous step, for the warm start (3k).
+    pub lambda_warm: DVector<f64>,
+    pub has_warm_start: bool,
+    /// Realized mode per contact (k).
+    pub modes: Vec<ContactMode>,
+    /// Scratch tangent vector `h v+` (nv).
+    pub dq: DVector<f64>,
+    pub solver: ContactSolver,
+}
+
+impl StepWorkspace {
+    pub fn new(model: &Model) -> Self {
+        let (nv, k) = (model.nv, model.contact_points.len());
+        Self {
+            data: Data::new(model),
+            contacts: Contacts::new(model),
+            force: DVector::zeros(nv),
+            v_free: DVector::zeros(nv),
+            minv_jt: DMatrix::zeros(nv, 3 * k),
+            delassus: DMatrix::zeros(3 * k, 3 * k),
+            b: DVector::zeros(3 * k),
+            lambda: DVector::zeros(3 * k),
+            w: DVector::zeros(3 * k),
+            lambda_warm: DVector::zeros(3 * k),
+            has_warm_start: false,
+            modes: vec![ContactMode::Separated; k],
+            dq: DVector::zeros(nv),
+            solver: ContactSolver::new(k.max(1)),
+        }
+    }
+
+    /// Forgets the warm start (after a reset or a jump in state).
+    pub fn reset_warm_start(&mut self) {
+        self.has_warm_start = false;
+    }
+}
+
+/// Stage 1: `M(q)` with its Cholesky factor, and `c(q, v)`. Returns `false` if `M` is not
+/// positive definite.
+pub fn stage_dynamics(model: &Model, ws: &mut StepWorkspace, q: &[f64], v: &[f64]) -> bool {
+    crba(model, &mut ws.data, q);
+    nle(model, &mut ws.data, q, v);
+    cholesky::factor(&ws.data.mass_matrix, &mut ws.data.mass_chol)
+}
+
+/// Stage 2: gaps, contact frames and the stacked Jacobian. Needs body placements (stage 1).
+pub fn stage_contacts(model: &Model, terrain: &Terrain, ws: &mut StepWorkspace) {
+    ws.contacts.detect(model, &ws.data, terrain);
+    ws.contacts.jacobian(model, &mut ws.data);
+}
+
+/// Stage 3: `v_free = v + h M^-1 (S u + tau_ext - c)`.
+pub fn stage_free_velocity(
+    model: &Model,
+    ws: &mut StepWorkspace,
+    v: &[f64],
+    u: &[f64],
+    tau_ext: &[f64],
+    h: f64,
+) {
+    for i in 0..model.nv {
+        ws.force[i] = tau_ext[i] - ws.data.nle[i];
+    }
+    for (k, &dof) in model.actuated_dofs.iter().enumerate() {
+        ws.force[dof] += u[k];
+    }
+    ws.v_free.copy_from(&ws.force);
+    cholesky::solve_in_place(&ws.data.mass_chol, ws.v_free.column_mut(0));
+    for i in 0..model.nv {
+        ws.v_free[i] = v[i] + h * ws.v_free[i];
+    }
+}
+
+/// Stage 4: `M^-1 J^T`, `G = J M^-1 J^T` and `b = J v_free + [phi/h; 0; 0]`.
+pub fn stage_delassus(ws: &mut StepWorkspace, h: f64) {
+    let jac = &ws.contacts.jac;
+    for r in 0..jac.nrows() {
+        for c in 0..jac.ncols() {
+            ws.minv_jt[(c, r)] = jac[(r, c)];
+        }
+    }
+    cholesky::solve_matrix_in_place(&ws.data.mass_chol, &mut ws.minv_jt);
+    ws.delassus.gemm(1.0, jac, &ws.minv_jt, 0.0);
+    ws.b.gemv(1.0, jac, &ws.v_free, 0.0);
+    for (i, phi) in ws.contacts.phi.iter().enumerate() {
+        ws.b[3 * i] += phi / h;
+    }
+}
+
+/// Stage 5: the contact problem, warm-started from the previous step, and the realized modes.
+pub fn stage_solve(ws: &mut StepWorkspace, settings: &solver::Settings) -> solver::Info {
+    let warm = if ws.has_warm_start {
+        Some(ws.lambda_warm.as_slice())
+    } else {
+        None
+    };
+    let info = ws.solver.solve(
+        settings,
+        ws.delassus.as_view(),
+        ws.b.as_slice(),
+        &ws.contacts.mu,
+        warm,
+        ws.lambda.as_mut_slice(),
+        ws.w.as_mut_slice(),
+    );
+    for i in 0..ws.contacts.k {
+        let r = 3 * i..3 * i + 3;
+        ws.modes[i] = classify(
+            &ws.lambda.as_slice()[r.clone()],
+            &ws.w.as_slice()[r],
+            ws.contacts.mu[i],
+            settings,
+        );
+    }
+    info
+}
+
+/// Stage 6: `v+ = v_free + M^-1 J^T lambda`, `q+ = integrate(q, h v+)`.
+pub fn stage_integrate(
+    model: &Model,
+    ws: &mut StepWorkspace,
+    q: &[f64],
+    h: f64,
+    q_next: &mut [f64],
+    v_next: &mut [f64],
+) {
+    let mut vn = nalgebra::DVectorViewMut::from_slice(v_next, model.nv);
+    vn.copy_from(&ws.v_free);
+    vn.gemv(1.0, &ws.minv_jt, &ws.lambda, 1.0);
+    for i in 0..model.nv {
+        ws.dq[i] = h * vn[i];
+    }
+    integrate(model, q, ws.dq.as_slice(), q_next);
+}
+
+/// One step from `(q, v)` with actuator inputs `u` (nu) and external generalized forces
+/// `tau_ext` (nv). Writes `(q_next, v_next)` when the returned status says it advanced.
+#[allow(clippy::too_many_arguments)]
+pub fn step(
+    model: &Model,
+    terrain: &Terrain,
+    settings: &StepSettings,
+    ws: &mut StepWorkspace,
+    q: &[f64],
+    v: &[f64],
+    u: &[f64],
+    tau_ext: &[f64],
+    q_next: &mut [f64],
+    v_next: &mut [f64],
+) -> StepInfo {
+    let h = settings.dt;
+    let finite = |x: &[f64]| x.iter().all(|a| a.is_finite());
+    let mut info = StepInfo {
+        status: StepStatus::Ok,
+        solver: solver::Info::not_run(),
+        penetration: 0.0,
+        active_contacts: 0,
+    };
+    if !(finite(q) && finite(v) && finite(u) && finite(tau_ext)) {
+        info.status = StepStatus::NonFinite;
+        return info;
+    }
+    if !stage_dynamics(model, ws, q, v) {
+        info.status = StepStatus::SingularMassMatrix;
+        return info;
+    }
+    stage_contacts(model, terrain, ws);
+    info.penetration = ws.contacts.phi.iter().fold(0.0f64, |m, &p| m.max(-p));
+    stage_free_velocity(model, ws, v, u, tau_ext, h);
+    if ws.contacts.k > 0 {
+        stage_delassus(ws, h);
+        info.solver = stage_solve(ws, &settings.solver);
+        match info.solver.status {
+            solver::Status::Converged => {}
+            solver::Status::MaxIterations => info.status = StepStatus::SolverNotConverged,
+            _ => {
+                info.status = StepStatus::NonFinite;
+                ws.has_warm_start = false;
+                return info;
+            }
+        }
+        ws.lambda_warm.copy_from(&ws.lambda);
+        ws.has_warm_start = true;
+        info.active_contacts = ws
+            .modes
+            .iter()
+            .filter(|m| **m != ContactMode::Separated)
+            .count();
+    }
+    stage_integrate(model, ws, q, h, q_next, v_next);
+    if !(finite(q_next) && finite(v_next)) {
+        info.status = StepStatus::NonFinite;
+    }
+    info
+}
