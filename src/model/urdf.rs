@@ -333,9 +333,6 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
             }
         })
         .collect();
-    for w in &warnings {
-        tracing::warn!("{w}");
-    }
     Ok(Loaded { model, warnings })
 }
 

@@ -3,6 +3,7 @@
 
 pub mod controller;
 pub mod pulls;
+pub mod record;
 pub mod simulation;
 pub mod step;
 
