@@ -233,7 +233,11 @@ impl Scene {
             },
             message: e.code.to_string(),
         };
-        let mut de = ron::Deserializer::from_str(text).map_err(|e| spanned(e, String::new()))?;
+        // `implicit_some` lets optional fields be written as plain values (`duration: 3.0`).
+        let options = ron::Options::default()
+            .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
+        let mut de = ron::Deserializer::from_str_with_options(text, &options)
+            .map_err(|e| spanned(e, String::new()))?;
         let parsed: Result<SceneFile, _> = serde_path_to_error::deserialize(&mut de);
         let sf = match parsed {
             Ok(sf) => sf,
