@@ -1,0 +1,170 @@
+//! Hard-contact behaviour of the full step: standing, sticking and sliding against Coulomb's
+//! law, bouncing without energy gain, and every shipped scene running to its end.
+
+use contactlab::contact::ContactMode;
+use contactlab::dynamics::{center_of_mass, forward_kinematics, kinetic_energy};
+use contactlab::scene::Scene;
+use contactlab::sim::{Simulation, StepStatus};
+use nalgebra::Vector3;
+use std::path::Path;
+
+fn scene(name: &str) -> Scene {
+    Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(name)).unwrap()
+}
+
+fn energy(sim: &mut Simulation) -> f64 {
+    let model = sim.model.clone();
+    forward_kinematics(&model, &mut sim.ws.data, sim.q.as_slice(), Some(sim.v.as_slice()));
+    let c = center_of_mass(&model, &sim.ws.data);
+    kinetic_energy(&model, &sim.ws.data) - model.total_mass() * model.gravity.dot(&c)
+}
+
+#[test]
+fn quadruped_settles_standing_on_four_feet() {
+    let s = scene("quadruped_stand.ron");
+    let mut sim = s.simulation();
+    let mut iterations = Vec::new();
+    let mut max_pen: f64 = 0.0;
+    for _ in 0..(3.0 / s.settings.dt) as usize {
+        let info = sim.step();
+        assert_eq!(info.status, StepStatus::Ok, "t = {}: {:?}", sim.t, info.solver);
+        assert!(info.solver.min_iterate_cone_margin >= 0.0, "an iterate left the cone: {:?}", info.solver);
+        max_pen = max_pen.max(info.penetration);
+        iterations.push(info.solver.iterations);
+    }
+    let last = sim.step();
+    max_pen = max_pen.max(last.penetration);
+    iterations.sort_unstable();
+    let median = iterations[iterations.len() / 2];
+    eprintln!("quadruped_stand: median Newton iterations {median}, max penetration {max_pen:.2e} m");
+    assert!(max_pen <= 1e-4, "penetration {max_pen:e} m");
+    assert!(sim.ws.modes.iter().all(|m| *m == ContactMode::Sticking), "modes {:?}", sim.ws.modes);
+    assert!(sim.v.norm() < 1e-3, "still moving: |v| = {:e}", sim.v.norm());
+    // Weight carried by the feet: sum of normal impulses / h = m g (the ground is flat).
+    let weight = sim.model.total_mass() * 9.81;
+    let normal: f64 = (0..4).map(|i| sim.ws.lambda[3 * i]).sum::<f64>() / s.settings.dt;
+    assert!((normal - weight).abs() < 1e-3 * weight, "normal force {normal} vs weight {weight}");
+    assert!(sim.q[2] > 0.25, "base height {}", sim.q[2]);
+}
+
+/// A box resting on an incline, its bottom face on the plane.
+fn box_on_incline(slope: f64, friction: f64, speed_downhill: f64) -> Simulation {
+    let (hz, n) = (0.05, Vector3::new(slope.sin(), 0.0, slope.cos()));
+    let c = n * hz;
+    let d = Vector3::new(slope.cos(), 0.0, -slope.sin()) * speed_downhill;
+    let text = format!(
+        "Scene(name: \"incline\", robot: Box(size: (0.3, 0.2, {}), mass: 2.0),
+          initial: (base_position: ({}, 0.0, {}), base_rpy: (0.0, {slope}, 0.0), base_linear_velocity: ({}, 0.0, {})),
+          terrain: (ground: (slope: {slope}, friction: {friction})), dt: 0.002)",
+        2.0 * hz,
+        c.x,
+        c.z,
+        d.x,
+        d.z
+    );
+    Scene::from_str(&text, Path::new("incline.ron")).unwrap().simulation()
+}
+
+/// Displacement and velocity along the downhill direction.
+fn downhill(sim: &Simulation, slope: f64, x0: &Vector3<f64>) -> (f64, f64) {
+    let d = Vector3::new(slope.cos(), 0.0, -slope.sin());
+    let p = Vector3::new(sim.q[0], sim.q[1], sim.q[2]);
+    let rot = contactlab::model::configuration::free_flyer_placement(&sim.q.as_slice()[..7]).rot;
+    let v_world = rot * Vector3::new(sim.v[0], sim.v[1], sim.v[2]);
+    ((p - x0).dot(&d), v_world.dot(&d))
+}
+
+#[test]
+fn box_sticks_below_the_friction_angle() {
+    let (slope, mu) = (0.3, 0.5); // friction angle atan(0.5) = 0.4636 rad
+    let mut sim = box_on_incline(slope, mu, 0.0);
+    let x0 = Vector3::new(sim.q[0], sim.q[1], sim.q[2]);
+    for _ in 0..2500 {
+        let info = sim.step();
+        assert_eq!(info.status, StepStatus::Ok);
+    }
+    let (drift, _) = downhill(&sim, slope, &x0);
+    eprintln!("sticking box drift over 5 s: {drift:e} m");
+    assert!(drift.abs() < 1e-4, "drift {drift:e} m");
+}
+
+#[test]
+fn box_slides_above_the_friction_angle_with_coulomb_acceleration() {
+    let g = 9.81;
+    for (slope, mu) in [(0.5f64, 0.3f64), (0.35, 0.2)] {
+        let mut sim = box_on_incline(slope, mu, 0.0);
+        let x0 = Vector3::new(sim.q[0], sim.q[1], sim.q[2]);
+        let steps = 500;
+        for _ in 0..steps {
+            assert_eq!(sim.step().status, StepStatus::Ok);
+        }
+        let t = sim.t;
+        let (_, v) = downhill(&sim, slope, &x0);
+        let expected = g * (slope.sin() - mu * slope.cos());
+        let measured = v / t;
+        eprintln!("slope {slope}, mu {mu}: acceleration {measured:.5} vs Coulomb {expected:.5}");
+        assert!((measured - expected).abs() < 0.02 * expected, "{measured} vs {expected}");
+        assert!(sim.ws.modes.iter().all(|m| *m != ContactMode::Sticking));
+    }
+}
+
+#[test]
+fn box_thrown_along_flat_ground_decelerates_at_mu_g() {
+    let (mu, v0) = (0.4, 2.0);
+    let mut sim = box_on_incline(0.0, mu, v0);
+    let x0 = Vector3::new(sim.q[0], sim.q[1], sim.q[2]);
+    for _ in 0..200 {
+        assert_eq!(sim.step().status, StepStatus::Ok);
+    }
+    let (_, v) = downhill(&sim, 0.0, &x0);
+    let measured = (v0 - v) / sim.t;
+    let expected = mu * 9.81;
+    assert!((measured - expected).abs() < 0.02 * expected, "{measured} vs {expected}");
+}
+
+#[test]
+fn thrown_box_bounces_and_comes_to_rest_without_energy_gain() {
+    let s = scene("box_toss.ron");
+    let mut sim = s.simulation();
+    let e0 = energy(&mut sim);
+    let mut e_prev = e0;
+    let mut max_gain: f64 = 0.0;
+    let mut touched = false;
+    for _ in 0..(4.0 / s.settings.dt) as usize {
+        let info = sim.step();
+        assert!(info.status.advanced(), "{:?}", info);
+        touched |= info.active_contacts > 0;
+        let e = energy(&mut sim);
+        max_gain = max_gain.max(e - e_prev);
+        e_prev = e;
+    }
+    let ke = kinetic_energy(&sim.model, &sim.ws.data);
+    eprintln!("box toss: E0 {e0:.4} J, final KE {ke:.2e} J, largest step-to-step gain {max_gain:.2e} J");
+    assert!(touched);
+    assert!(e_prev < e0, "no energy was lost");
+    assert!(max_gain < 1e-6 * e0.abs().max(1.0), "energy grew by {max_gain:e} J in one step");
+    assert!(ke < 1e-6, "not at rest: KE {ke:e}");
+}
+
+#[test]
+fn every_scene_simulates_to_the_end() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("ron") {
+            continue;
+        }
+        let s = Scene::load(&path).unwrap();
+        let mut sim = s.simulation();
+        let duration = s.file.duration.unwrap_or(1.0);
+        let steps = (duration / s.settings.dt).round() as usize;
+        let mut not_converged = 0;
+        for _ in 0..steps {
+            let info = sim.step();
+            assert!(info.status.advanced(), "{}: t = {}: {:?}", path.display(), sim.t, info);
+            not_converged += (info.status != StepStatus::Ok) as usize;
+        }
+        assert!(sim.q.iter().chain(sim.v.iter()).all(|x| x.is_finite()));
+        assert_eq!(not_converged, 0, "{}: {not_converged} steps did not converge", path.display());
+    }
+}
