@@ -149,12 +149,14 @@ fn thrown_box_bounces_and_comes_to_rest_without_energy_gain() {
 #[test]
 fn every_scene_simulates_to_the_end() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    let mut count = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().and_then(|e| e.to_str()) != Some("ron") {
             continue;
         }
-        let s = Scene::load(&path).unwrap();
+        let s = Scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(s.warnings.is_empty(), "{}: {:?}", path.display(), s.warnings);
         let mut sim = s.simulation();
         let duration = s.file.duration.unwrap_or(1.0);
         let steps = (duration / s.settings.dt).round() as usize;
@@ -166,5 +168,7 @@ fn every_scene_simulates_to_the_end() {
         }
         assert!(sim.q.iter().chain(sim.v.iter()).all(|x| x.is_finite()));
         assert_eq!(not_converged, 0, "{}: {not_converged} steps did not converge", path.display());
+        count += 1;
     }
+    assert!(count >= 6, "only {count} scenes");
 }
