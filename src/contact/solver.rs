@@ -116,7 +116,7 @@ pub struct Settings {
     /// Default `60`, range `1..=10_000`.
     pub max_iterations: usize,
     /// Smallest central-path parameter the predictor-corrector targets, normalized units.
-    /// Default `1e-12`, range `(0, tolerance]`.
+    /// Default `1e-10`, range `(0, tolerance]`.
     pub kappa_target: f64,
     /// Fraction-to-boundary `tau` of the step rule. Default `0.99`, range `(0, 1)`.
     pub fraction_to_boundary: f64,
@@ -143,7 +143,7 @@ impl Default for Settings {
         Self {
             tolerance: 1e-8,
             max_iterations: 60,
-            kappa_target: 1e-12,
+            kappa_target: 1e-10,
             fraction_to_boundary: 0.99,
             regularization: 1e-13,
             warm_start_mu: 1e-6,
@@ -359,6 +359,13 @@ fn classify_with(lambda_i: &[f64], w_i: &[f64], eps_n: f64, settings: &Settings)
     }
 }
 
+/// A step shorter than this counts towards a stall.
+const STALL_STEP: f64 = 1e-2;
+/// Consecutive short steps that trigger a re-centering restart.
+const STALL_COUNT: usize = 3;
+/// Re-centering restarts allowed per run.
+const MAX_RESTARTS: usize = 3;
+
 /// How the central-path parameter is chosen in a step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Centering {
@@ -400,12 +407,16 @@ pub struct ContactSolver {
     aw: Vec<f64>,
     as_: Vec<f64>,
     apsi: Vec<f64>,
-    /// Per contact `Arw(beta)^-1` (3x3 row-major, 9k).
-    pinv: Vec<f64>,
-    /// Per contact `Arw(beta)^-1 Arw(eta) diag(mu, 1, 1)` (3x3 row-major, 9k).
+    /// Per contact Nesterov-Todd scaling `W` of the pair `(beta, eta)` (3x3 row-major, 9k).
+    wnt: Vec<f64>,
+    /// Per contact `W^-1` (9k).
+    winv: Vec<f64>,
+    /// Per contact scaled point `lambda_nt = W eta = W^-1 beta` (3k).
+    lnt: Vec<f64>,
+    /// Per contact `W^-2 diag(mu, 1, 1)` (9k): how `d eta` answers `d lambda_i`.
     tmat: Vec<f64>,
-    /// First component of `Arw(beta)^-1 r3` per contact (k), for recovering `dpsi`.
-    pr0: Vec<f64>,
+    /// First component of `W^-1 r_hat` per contact (k), for recovering `dpsi`.
+    q0: Vec<f64>,
     /// Velocity and impulse scales of the last solve.
     vscale: f64,
     lscale: f64,
@@ -438,9 +449,11 @@ impl ContactSolver {
             aw: vec![0.0; n],
             as_: vec![0.0; m],
             apsi: vec![0.0; m],
-            pinv: vec![0.0; 9 * m],
+            wnt: vec![0.0; 9 * m],
+            winv: vec![0.0; 9 * m],
+            lnt: vec![0.0; 3 * m],
             tmat: vec![0.0; 9 * m],
-            pr0: vec![0.0; m],
+            q0: vec![0.0; m],
             vscale: 1.0,
             lscale: 1.0,
             rho: 0.0,
@@ -509,7 +522,7 @@ impl ContactSolver {
     /// in normalized units (`dw~/dlambda~`-shaped, `3k x 3k`, row-major) written into `out`
     /// (length at least `9k^2`). Physical: `d lambda = L * d lambda~` and `d w = V * d w~`.
     pub fn newton_matrix(&mut self, out: &mut [f64]) {
-        self.assemble(0.0);
+        self.assemble(0.0, false);
         let n = 3 * self.k;
         out[..n * n].copy_from_slice(&self.lu[..n * n]);
     }
@@ -695,6 +708,8 @@ impl ContactSolver {
         };
         info.min_iterate_cone_margin = info.min_iterate_cone_margin.min(self.cone_margin());
         let mut iter = 0;
+        let mut short_steps = 0;
+        let mut restarts = 0;
         loop {
             let (residual, comp) = self.residual(kappa_res);
             info.residual = residual;
@@ -716,11 +731,27 @@ impl ContactSolver {
             iter += 1;
             info.iterations += 1;
             match self.iterate(settings, centering) {
-                Ok(k) => kappa = k,
+                Ok((k, alpha)) => {
+                    kappa = k;
+                    short_steps = if alpha < STALL_STEP { short_steps + 1 } else { 0 };
+                }
+                Err(Status::LinearSolveFailed) if restarts < MAX_RESTARTS => {
+                    short_steps = STALL_COUNT;
+                }
                 Err(status) => {
                     info.status = status;
                     break;
                 }
+            }
+            // Jammed against a cone boundary (the non-associated friction law gives no descent
+            // guarantee): keep the impulses, re-center the duals `s`, `psi` at a larger
+            // complementarity and continue. Cheap, and it frees most stalls seen in tests.
+            if short_steps >= STALL_COUNT && restarts < MAX_RESTARTS {
+                restarts += 1;
+                short_steps = 0;
+                let mu0 = (10.0 * self.mean_complementarity()).clamp(1e-6, 1.0);
+                self.initialize(mu0);
+                kappa = self.mean_complementarity();
             }
             let margin = self.cone_margin();
             info.min_iterate_cone_margin = info.min_iterate_cone_margin.min(margin * self.lscale);
@@ -728,11 +759,15 @@ impl ContactSolver {
     }
 
     /// One Newton (or predictor-corrector) iteration from the current iterate, which it updates.
-    /// Returns the central-path parameter targeted (normalized).
-    fn iterate(&mut self, settings: &Settings, centering: Centering) -> Result<f64, Status> {
+    /// Returns the central-path parameter targeted (normalized) and the step length.
+    fn iterate(
+        &mut self,
+        settings: &Settings,
+        centering: Centering,
+    ) -> Result<(f64, f64), Status> {
         let k = self.k;
         let n = 3 * k;
-        self.assemble(self.rho);
+        self.assemble(self.rho, true);
         if !lu_factor(&mut self.lu[..n * n], n, &mut self.piv[..n]) {
             return Err(Status::LinearSolveFailed);
         }
@@ -770,15 +805,17 @@ impl ContactSolver {
             && self.s[..k].iter().all(|x| x.is_finite())
             && self.psi[..k].iter().all(|x| x.is_finite());
         if finite {
-            Ok(kappa)
+            Ok((kappa, alpha))
         } else {
             Err(Status::NonFinite)
         }
     }
 
-    /// Writes `G~ + blkdiag(Lambda_i) + rho I` into `lu` and stores `Arw(beta)^-1` and
-    /// `Arw(beta)^-1 Arw(eta) diag(mu, 1, 1)` per contact.
-    fn assemble(&mut self, rho: f64) {
+    /// Writes `G~ + blkdiag(Lambda_i) + rho I` into `lu`. With `scaled`, `Lambda_i` uses the
+    /// Nesterov-Todd scaling of `(beta, eta)` (the search direction) and the scaling is stored
+    /// for [`Self::direction`]; without, it is the plain Jacobian of the relaxed residual,
+    /// rows 1-2 of `Arw(beta)^-1 Arw(eta) diag(mu, 1, 1)`.
+    fn assemble(&mut self, rho: f64, scaled: bool) {
         let k = self.k;
         let n = 3 * k;
         self.lu[..n * n].copy_from_slice(&self.gt[..n * n]);
@@ -790,17 +827,19 @@ impl ContactSolver {
             let mu = self.mu[i];
             let beta = [mu * gam, self.lam[3 * i + 1], self.lam[3 * i + 2]];
             let eta = [self.psi[i], self.w[3 * i + 1], self.w[3 * i + 2]];
-            let p = arrow_inverse(beta);
-            let a = arrow(eta);
-            let mut t = [0.0; 9];
+            let m = if scaled {
+                let (w, winv, l) = nt_scaling(beta, eta);
+                self.wnt[9 * i..9 * i + 9].copy_from_slice(&w);
+                self.winv[9 * i..9 * i + 9].copy_from_slice(&winv);
+                self.lnt[3 * i..3 * i + 3].copy_from_slice(&l);
+                mat3_mul(&winv, &winv)
+            } else {
+                mat3_mul(&arrow_inverse(beta), &arrow(eta))
+            };
+            let mut t = m;
             for r in 0..3 {
-                for c in 0..3 {
-                    let d = if c == 0 { mu } else { 1.0 };
-                    t[3 * r + c] =
-                        (p[3 * r] * a[c] + p[3 * r + 1] * a[3 + c] + p[3 * r + 2] * a[6 + c]) * d;
-                }
+                t[3 * r] *= mu;
             }
-            self.pinv[9 * i..9 * i + 9].copy_from_slice(&p);
             self.tmat[9 * i..9 * i + 9].copy_from_slice(&t);
             let row0 = 3 * i * n + 3 * i;
             self.lu[row0] += self.s[i] / gam;
@@ -813,39 +852,41 @@ impl ContactSolver {
     }
 
     /// Newton direction for target `kappa`, with Mehrotra's second-order term if `corrector`.
-    /// Needs the LU of the current iterate.
+    /// Needs the LU and the scaling of the current iterate (`assemble(_, true)`).
+    ///
+    /// Normal pair: `s dgamma + gamma ds = kappa - gamma s (- dgamma_a ds_a)`, `ds = dw_n - r1`.
+    /// Cone pair (NT): `W^-1 dbeta + W deta = r_hat`,
+    /// `r_hat = lambda_nt^-1 o (kappa e - lambda_nt o lambda_nt (- (W^-1 dbeta_a) o (W deta_a)))`.
     fn direction(&mut self, kappa: f64, corrector: bool) {
         let k = self.k;
         let n = 3 * k;
         for i in 0..k {
             let gam = self.lam[3 * i];
             let mu = self.mu[i];
-            let (s, psi) = (self.s[i], self.psi[i]);
-            let beta = [mu * gam, self.lam[3 * i + 1], self.lam[3 * i + 2]];
-            let eta = [psi, self.w[3 * i + 1], self.w[3 * i + 2]];
+            let s = self.s[i];
             let r1 = s - self.w[3 * i];
             let mut r2 = gam * s - kappa;
-            let mut r3 = jordan(beta, eta);
-            r3[0] -= kappa;
+            let l = [self.lnt[3 * i], self.lnt[3 * i + 1], self.lnt[3 * i + 2]];
+            let mut target = jordan(l, l);
+            target[0] -= kappa;
             if corrector {
                 r2 += self.alam[3 * i] * self.as_[i];
                 let dbeta = [mu * self.alam[3 * i], self.alam[3 * i + 1], self.alam[3 * i + 2]];
                 let deta = [self.apsi[i], self.aw[3 * i + 1], self.aw[3 * i + 2]];
-                let c = jordan(dbeta, deta);
-                for (r, c) in r3.iter_mut().zip(c) {
-                    *r += c;
+                let c = jordan(
+                    mat3_vec(&self.winv[9 * i..9 * i + 9], dbeta),
+                    mat3_vec(&self.wnt[9 * i..9 * i + 9], deta),
+                );
+                for (t, c) in target.iter_mut().zip(c) {
+                    *t += c;
                 }
             }
-            let p = &self.pinv[9 * i..9 * i + 9];
-            let pr = [
-                p[0] * r3[0] + p[1] * r3[1] + p[2] * r3[2],
-                p[3] * r3[0] + p[4] * r3[1] + p[5] * r3[2],
-                p[6] * r3[0] + p[7] * r3[1] + p[8] * r3[2],
-            ];
+            let r_hat = mat3_vec(&arrow_inverse(l), [-target[0], -target[1], -target[2]]);
+            let q = mat3_vec(&self.winv[9 * i..9 * i + 9], r_hat);
             self.dlam[3 * i] = r1 - r2 / gam;
-            self.dlam[3 * i + 1] = -pr[1];
-            self.dlam[3 * i + 2] = -pr[2];
-            self.pr0[i] = pr[0];
+            self.dlam[3 * i + 1] = q[1];
+            self.dlam[3 * i + 2] = q[2];
+            self.q0[i] = q[0];
         }
         lu_solve(&self.lu[..n * n], n, &self.piv[..n], &mut self.dlam[..n]);
         mat_vec(&self.gt[..n * n], n, &self.dlam[..n], &mut self.dw[..n]);
@@ -853,7 +894,7 @@ impl ContactSolver {
             self.ds[i] = self.dw[3 * i] + self.w[3 * i] - self.s[i];
             let t = &self.tmat[9 * i..9 * i + 3];
             let dl = &self.dlam[3 * i..3 * i + 3];
-            self.dpsi[i] = -self.pr0[i] - (t[0] * dl[0] + t[1] * dl[1] + t[2] * dl[2]);
+            self.dpsi[i] = self.q0[i] - (t[0] * dl[0] + t[1] * dl[1] + t[2] * dl[2]);
         }
     }
 
@@ -973,6 +1014,67 @@ fn arrow_inverse(x: [f64; 3]) -> [f64; 9] {
     ]
 }
 
+/// Nesterov-Todd scaling of `s, z` strictly inside the second-order cone (as in ECOS, Domahidi
+/// et al. 2013, and CVXOPT, Vandenberghe 2010): the symmetric `W` with `W z = W^-1 s = lambda`.
+/// Returns `(W, W^-1, lambda)`. With `J = diag(1, -1, -1)`, `s_ = s / sqrt(s'Js)`,
+/// `z_ = z / sqrt(z'Jz)`, `g = sqrt((1 + z_'s_) / 2)`, `a = (s_0 + z_0) / (2g)`,
+/// `q = (s_1 - z_1) / (2g)` (so `a^2 - |q|^2 = 1`) and `eta = (s'Js / z'Jz)^(1/4)`:
+/// `W = eta [[a, q'], [q, I + q q' / (1 + a)]]`, `W^-1 = J W J / eta^2`.
+fn nt_scaling(s: [f64; 3], z: [f64; 3]) -> ([f64; 9], [f64; 9], [f64; 3]) {
+    let det = |x: [f64; 3]| {
+        let nx = x[1].hypot(x[2]);
+        (x[0] - nx) * (x[0] + nx)
+    };
+    let (ds, dz) = (det(s).sqrt(), det(z).sqrt());
+    let sb = [s[0] / ds, s[1] / ds, s[2] / ds];
+    let zb = [z[0] / dz, z[1] / dz, z[2] / dz];
+    let g = ((1.0 + zb[0] * sb[0] + zb[1] * sb[1] + zb[2] * sb[2]) * 0.5).sqrt();
+    let a = (sb[0] + zb[0]) / (2.0 * g);
+    let q = [(sb[1] - zb[1]) / (2.0 * g), (sb[2] - zb[2]) / (2.0 * g)];
+    let eta = (ds / dz).sqrt();
+    let c = 1.0 / (1.0 + a);
+    let wb = [
+        a,
+        q[0],
+        q[1],
+        q[0],
+        1.0 + c * q[0] * q[0],
+        c * q[0] * q[1],
+        q[1],
+        c * q[0] * q[1],
+        1.0 + c * q[1] * q[1],
+    ];
+    let jd = [1.0, -1.0, -1.0];
+    let mut w = [0.0; 9];
+    let mut winv = [0.0; 9];
+    for r in 0..3 {
+        for col in 0..3 {
+            w[3 * r + col] = eta * wb[3 * r + col];
+            winv[3 * r + col] = jd[r] * jd[col] * wb[3 * r + col] / eta;
+        }
+    }
+    let l = mat3_vec(&w, z);
+    (w, winv, l)
+}
+
+fn mat3_vec(a: &[f64], x: [f64; 3]) -> [f64; 3] {
+    [
+        a[0] * x[0] + a[1] * x[1] + a[2] * x[2],
+        a[3] * x[0] + a[4] * x[1] + a[5] * x[2],
+        a[6] * x[0] + a[7] * x[1] + a[8] * x[2],
+    ]
+}
+
+fn mat3_mul(a: &[f64; 9], b: &[f64; 9]) -> [f64; 9] {
+    let mut c = [0.0; 9];
+    for r in 0..3 {
+        for j in 0..3 {
+            c[3 * r + j] = a[3 * r] * b[j] + a[3 * r + 1] * b[3 + j] + a[3 * r + 2] * b[6 + j];
+        }
+    }
+    c
+}
+
 /// Largest `alpha >= 0` with `x + alpha dx >= 0` (for `x > 0`).
 fn ray_step(x: f64, dx: f64) -> f64 {
     if dx < 0.0 {
@@ -1021,13 +1123,10 @@ fn mat_vec(a: &[f64], n: usize, x: &[f64], y: &mut [f64]) {
 }
 
 /// In-place LU with partial pivoting of a row-major `n x n` matrix. Returns `false` if a pivot
-/// is zero, non-finite, or below `1e-15` times the largest entry.
+/// is zero, subnormal or non-finite. No threshold relative to the largest entry: rows of
+/// separated contacts carry `s/gamma` up to ~1e20 and must not make the others look singular.
 fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
-    let amax = a.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
-    if !amax.is_finite() || amax == 0.0 {
-        return false;
-    }
-    let tiny = 1e-15 * amax;
+    let tiny = f64::MIN_POSITIVE;
     for col in 0..n {
         let mut p = col;
         let mut pmax = a[col * n + col].abs();
@@ -1038,7 +1137,7 @@ fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
                 p = r;
             }
         }
-        if !(pmax > tiny) {
+        if !(pmax >= tiny && pmax.is_finite()) {
             return false;
         }
         piv[col] = p;
@@ -1098,6 +1197,24 @@ mod tests {
                 assert!((v - e).abs() < 1e-12, "{r} {c} {v}");
             }
         }
+    }
+
+    #[test]
+    fn nt_scaling_maps_both_points_to_lambda() {
+        let s = [2.0, 0.7, -1.1];
+        let z = [0.5, -0.2, 0.3];
+        let (w, winv, l) = nt_scaling(s, z);
+        let a = mat3_vec(&w, z);
+        let b = mat3_vec(&winv, s);
+        let id = mat3_mul(&w, &winv);
+        for j in 0..3 {
+            assert!((a[j] - l[j]).abs() < 1e-12 && (b[j] - l[j]).abs() < 1e-12, "{a:?} {b:?}");
+            for c in 0..3 {
+                let e = if j == c { 1.0 } else { 0.0 };
+                assert!((id[3 * j + c] - e).abs() < 1e-12);
+            }
+        }
+        assert!((w[1] - w[3]).abs() < 1e-14, "W is symmetric");
     }
 
     #[test]
