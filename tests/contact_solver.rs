@@ -57,17 +57,29 @@ fn assert_coulomb(g: &DMatrix<f64>, b: &[f64], mu: &[f64], lambda: &[f64], w: &[
     let (v, l) = scales(g, b);
     let w_ref = g * DVector::from_column_slice(lambda) + DVector::from_column_slice(b);
     for (a, e) in w.iter().zip(w_ref.iter()) {
-        assert!((a - e).abs() <= 1e-10 * (1.0 + e.abs()), "w != G lambda + b");
+        assert!(
+            (a - e).abs() <= 1e-10 * (1.0 + e.abs()),
+            "w != G lambda + b"
+        );
     }
     for (i, &mu) in mu.iter().enumerate() {
-        let (ln, lt) = (lambda[3 * i], Vector3::new(0.0, lambda[3 * i + 1], lambda[3 * i + 2]));
+        let (ln, lt) = (
+            lambda[3 * i],
+            Vector3::new(0.0, lambda[3 * i + 1], lambda[3 * i + 2]),
+        );
         let (wn, wt) = (w[3 * i], Vector3::new(0.0, w[3 * i + 1], w[3 * i + 2]));
         assert!(ln >= 0.0, "contact {i}: l_n = {ln} < 0");
-        assert!(mu * ln - lt.norm() >= 0.0, "contact {i}: outside the friction cone");
+        assert!(
+            mu * ln - lt.norm() >= 0.0,
+            "contact {i}: outside the friction cone"
+        );
         assert!(wn >= -tol * v, "contact {i}: penetrating w_n = {wn}");
         assert!(ln * wn <= tol * v * l, "contact {i}: l_n w_n = {}", ln * wn);
         let fric = mu * ln * wt.norm() + lt.dot(&wt);
-        assert!(fric <= tol * v * l, "contact {i}: friction complementarity {fric}");
+        assert!(
+            fric <= tol * v * l,
+            "contact {i}: friction complementarity {fric}"
+        );
     }
 }
 
@@ -99,7 +111,10 @@ fn solve(g: &DMatrix<f64>, b: &[f64], mu: &[f64]) -> Solved {
 fn assert_converged(info: &Info) {
     assert_eq!(info.status, Status::Converged, "{info:?}");
     assert!(info.residual <= Settings::default().tolerance, "{info:?}");
-    assert!(info.min_iterate_cone_margin > 0.0, "an iterate left the cone: {info:?}");
+    assert!(
+        info.min_iterate_cone_margin > 0.0,
+        "an iterate left the cone: {info:?}"
+    );
     assert!(info.cone_margin > 0.0, "{info:?}");
 }
 
@@ -197,7 +212,10 @@ fn planted(
 }
 
 fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max)
 }
 
 #[test]
@@ -222,13 +240,19 @@ fn agrees_with_clarabel_on_sticking_and_separated_contacts() {
         let w_ref = &g * DVector::from_column_slice(&reference) + DVector::from_column_slice(&b);
         for i in 0..k {
             if reference[3 * i] > 1e-6 {
-                assert!(w_ref[3 * i + 1].hypot(w_ref[3 * i + 2]) < 1e-6, "trial {trial}");
+                assert!(
+                    w_ref[3 * i + 1].hypot(w_ref[3 * i + 2]) < 1e-6,
+                    "trial {trial}"
+                );
             }
         }
         let out = solve(&g, &b, &mu);
         assert_converged(&out.info);
         let err = max_abs_diff(&out.lambda, &reference);
-        assert!(err < 1e-6, "trial {trial} k {k}: |lambda - clarabel| = {err:e}");
+        assert!(
+            err < 1e-6,
+            "trial {trial} k {k}: |lambda - clarabel| = {err:e}"
+        );
         assert_coulomb(&g, &b, &mu, &out.lambda, &out.w, 1e-6);
     }
 }
@@ -318,7 +342,10 @@ fn rank_deficient_box_on_the_ground_converges() {
     let mu = [0.8; 4];
     for (v_free, label) in [
         ([0.0, 0.0, -9.81e-3, 0.0, 0.0, 0.0], "resting"),
-        ([0.05, 0.02, -9.81e-3, 0.0, 0.0, 0.3], "sliding and spinning"),
+        (
+            [0.05, 0.02, -9.81e-3, 0.0, 0.0, 0.3],
+            "sliding and spinning",
+        ),
         ([0.0, 0.0, -0.5, 1.0, 0.0, 0.0], "landing on an edge"),
     ] {
         let (g, b) = box_problem(v_free, &[0.0; 4], &BOTTOM);
@@ -344,8 +371,13 @@ fn far_contacts_come_out_separated() {
     let (_, l) = scales(&g, &b);
     let pressing: f64 = (0..4).map(|i| out.lambda[3 * i]).sum();
     assert!(pressing > 1e-3, "the box must be held up");
+    #[allow(clippy::needless_range_loop)] // i indexes lambda, w and mu together
     for i in 4..8 {
-        assert!(out.lambda[3 * i] <= 1e-8 * l, "far contact {i}: {}", out.lambda[3 * i]);
+        assert!(
+            out.lambda[3 * i] <= 1e-8 * l,
+            "far contact {i}: {}",
+            out.lambda[3 * i]
+        );
         let mode = classify(
             &out.lambda[3 * i..3 * i + 3],
             &out.w[3 * i..3 * i + 3],
@@ -375,7 +407,10 @@ fn warm_start_reduces_iterations() {
         assert_converged(&first.info);
         assert!(!first.info.warm_started);
         // The next step: a slightly different free velocity.
-        let b2: Vec<f64> = b.iter().map(|x| x + 1e-3 * r.random_range(-1.0..1.0)).collect();
+        let b2: Vec<f64> = b
+            .iter()
+            .map(|x| x + 1e-3 * r.random_range(-1.0..1.0))
+            .collect();
         let cold = solve_with(&mut solver, &settings, &g, &b2, &mu, None);
         let warm = solve_with(&mut solver, &settings, &g, &b2, &mu, Some(&first.lambda));
         assert_converged(&cold.info);
@@ -401,18 +436,42 @@ fn non_finite_input_is_reported_without_panic() {
     let settings = Settings::default();
     let mut b = vec![-0.1, 0.0, 0.0, -0.2, 0.1, 0.0];
     b[4] = f64::NAN;
-    let info = solver.solve(&settings, g.as_view(), &b, &[0.5, 0.5], None, &mut lambda, &mut w);
+    let info = solver.solve(
+        &settings,
+        g.as_view(),
+        &b,
+        &[0.5, 0.5],
+        None,
+        &mut lambda,
+        &mut w,
+    );
     assert_eq!(info.status, Status::NonFinite);
     let mut g_inf = g.clone();
     g_inf[(0, 1)] = f64::INFINITY;
     b[4] = 0.1;
-    let info = solver.solve(&settings, g_inf.as_view(), &b, &[0.5, 0.5], None, &mut lambda, &mut w);
+    let info = solver.solve(
+        &settings,
+        g_inf.as_view(),
+        &b,
+        &[0.5, 0.5],
+        None,
+        &mut lambda,
+        &mut w,
+    );
     assert_eq!(info.status, Status::NonFinite);
     // Too many contacts and mismatched sizes are statuses too.
     let big = random_spd(&mut r, 9);
     let mut l9 = vec![0.0; 9];
     let mut w9 = vec![0.0; 9];
-    let info = solver.solve(&settings, big.as_view(), &[0.0; 9], &[0.5; 3], None, &mut l9, &mut w9);
+    let info = solver.solve(
+        &settings,
+        big.as_view(),
+        &[0.0; 9],
+        &[0.5; 3],
+        None,
+        &mut l9,
+        &mut w9,
+    );
     assert_eq!(info.status, Status::InvalidInput);
     // A NaN warm start is ignored, not fatal.
     let info = solver.solve(
@@ -436,13 +495,23 @@ fn settings_validate_names_the_field() {
         ..Settings::default()
     };
     let err = bad.validate().unwrap_err();
-    assert!(matches!(err, SettingsError::OutOfRange { field: "tolerance", .. }));
+    assert!(matches!(
+        err,
+        SettingsError::OutOfRange {
+            field: "tolerance",
+            ..
+        }
+    ));
     assert!(err.to_string().contains("tolerance"), "{err}");
     let bad = Settings {
         fraction_to_boundary: 1.5,
         ..Settings::default()
     };
-    assert!(bad.validate().unwrap_err().to_string().contains("fraction_to_boundary"));
+    assert!(bad
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("fraction_to_boundary"));
     let nan = Settings {
         regularization: f64::NAN,
         ..Settings::default()
@@ -458,7 +527,7 @@ fn settings_validate_names_the_field() {
 fn random_problem(r: &mut ChaCha8Rng, trial: usize) -> (DMatrix<f64>, Vec<f64>, Vec<f64>) {
     let k = 1 + trial % 4;
     let mu: Vec<f64> = (0..k).map(|_| r.random_range(0.1..1.5)).collect();
-    if trial % 2 == 0 {
+    if trial.is_multiple_of(2) {
         let g = random_spd(r, 3 * k);
         let b: Vec<f64> = (0..3 * k).map(|_| r.random_range(-1.0..1.0)).collect();
         (g, b, mu)
@@ -490,7 +559,11 @@ fn random_problems_satisfy_coulomb() {
     for trial in 0..400 {
         let (g, b, mu) = random_problem(&mut r, trial);
         let out = solve_with(&mut solver, &settings, &g, &b, &mu, None);
-        assert!(out.info.min_iterate_cone_margin > 0.0, "trial {trial}: {:?}", out.info);
+        assert!(
+            out.info.min_iterate_cone_margin > 0.0,
+            "trial {trial}: {:?}",
+            out.info
+        );
         if out.info.status != Status::Converged {
             // A stall must still be reported cleanly with finite, cone-feasible output.
             assert_eq!(out.info.status, Status::MaxIterations, "trial {trial}");
@@ -550,7 +623,10 @@ fn central_path_solve_hits_kappa() {
     // On the central path l_n w_n = kappa for every contact (s = w_n at convergence).
     for i in 0..k {
         let p = lambda[3 * i] * w[3 * i];
-        assert!((p - kappa).abs() < 1e-6 * kappa.max(1.0), "contact {i}: {p}");
+        assert!(
+            (p - kappa).abs() < 1e-6 * kappa.max(1.0),
+            "contact {i}: {p}"
+        );
     }
     let mut m = vec![0.0; 9 * k * k];
     solver.newton_matrix(&mut m);

@@ -345,7 +345,12 @@ pub fn classify_all(
         .separated_impulse
         .max(settings.separated_impulse_rel * ln_max);
     for i in 0..k {
-        modes[i] = classify_with(&lambda[3 * i..3 * i + 3], &w[3 * i..3 * i + 3], eps_n, settings);
+        modes[i] = classify_with(
+            &lambda[3 * i..3 * i + 3],
+            &w[3 * i..3 * i + 3],
+            eps_n,
+            settings,
+        );
     }
 }
 
@@ -551,7 +556,7 @@ impl ContactSolver {
     ) -> Info {
         let n = g.nrows();
         let k = n / 3;
-        let sizes_ok = n % 3 == 0
+        let sizes_ok = n.is_multiple_of(3)
             && g.ncols() == n
             && k <= self.max_contacts
             && b.len() == n
@@ -733,7 +738,11 @@ impl ContactSolver {
             match self.iterate(settings, centering) {
                 Ok((k, alpha)) => {
                     kappa = k;
-                    short_steps = if alpha < STALL_STEP { short_steps + 1 } else { 0 };
+                    short_steps = if alpha < STALL_STEP {
+                        short_steps + 1
+                    } else {
+                        0
+                    };
                 }
                 Err(Status::LinearSolveFailed) if restarts < MAX_RESTARTS => {
                     short_steps = STALL_COUNT;
@@ -760,11 +769,7 @@ impl ContactSolver {
 
     /// One Newton (or predictor-corrector) iteration from the current iterate, which it updates.
     /// Returns the central-path parameter targeted (normalized) and the step length.
-    fn iterate(
-        &mut self,
-        settings: &Settings,
-        centering: Centering,
-    ) -> Result<(f64, f64), Status> {
+    fn iterate(&mut self, settings: &Settings, centering: Centering) -> Result<(f64, f64), Status> {
         let k = self.k;
         let n = 3 * k;
         self.assemble(self.rho, true);
@@ -871,7 +876,11 @@ impl ContactSolver {
             target[0] -= kappa;
             if corrector {
                 r2 += self.alam[3 * i] * self.as_[i];
-                let dbeta = [mu * self.alam[3 * i], self.alam[3 * i + 1], self.alam[3 * i + 2]];
+                let dbeta = [
+                    mu * self.alam[3 * i],
+                    self.alam[3 * i + 1],
+                    self.alam[3 * i + 2],
+                ];
                 let deta = [self.apsi[i], self.aw[3 * i + 1], self.aw[3 * i + 2]];
                 let c = jordan(
                     mat3_vec(&self.winv[9 * i..9 * i + 9], dbeta),
@@ -906,7 +915,9 @@ impl ContactSolver {
             let mu = self.mu[i];
             let gam = self.lam[3 * i];
             let dgam = self.dlam[3 * i];
-            alpha = alpha.min(ray_step(gam, dgam)).min(ray_step(self.s[i], self.ds[i]));
+            alpha = alpha
+                .min(ray_step(gam, dgam))
+                .min(ray_step(self.s[i], self.ds[i]));
             let beta = [mu * gam, self.lam[3 * i + 1], self.lam[3 * i + 2]];
             let dbeta = [mu * dgam, self.dlam[3 * i + 1], self.dlam[3 * i + 2]];
             let eta = [self.psi[i], self.w[3 * i + 1], self.w[3 * i + 2]];
@@ -928,8 +939,14 @@ impl ContactSolver {
             let gam = at(&self.lam, &self.dlam, 3 * i);
             let s = at(&self.s, &self.ds, i);
             let psi = at(&self.psi, &self.dpsi, i);
-            let lt = [at(&self.lam, &self.dlam, 3 * i + 1), at(&self.lam, &self.dlam, 3 * i + 2)];
-            let wt = [at(&self.w, &self.dw, 3 * i + 1), at(&self.w, &self.dw, 3 * i + 2)];
+            let lt = [
+                at(&self.lam, &self.dlam, 3 * i + 1),
+                at(&self.lam, &self.dlam, 3 * i + 2),
+            ];
+            let wt = [
+                at(&self.w, &self.dw, 3 * i + 1),
+                at(&self.w, &self.dw, 3 * i + 2),
+            ];
             acc += gam * s + self.mu[i] * gam * psi + lt[0] * wt[0] + lt[1] * wt[1];
         }
         acc / (2 * self.k.max(1)) as f64
@@ -1096,7 +1113,11 @@ fn soc_step(x: [f64; 3], dx: [f64; 3]) -> f64 {
         return f64::INFINITY;
     }
     if a.abs() <= 1e-14 * scale * scale {
-        return if b < 0.0 { -c / (2.0 * b) } else { f64::INFINITY };
+        return if b < 0.0 {
+            -c / (2.0 * b)
+        } else {
+            f64::INFINITY
+        };
     }
     let disc = b * b - a * c;
     if disc < 0.0 {
@@ -1162,8 +1183,8 @@ fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
 
 /// Solves `A x = rhs` in place with the factors of [`lu_factor`].
 fn lu_solve(a: &[f64], n: usize, piv: &[usize], x: &mut [f64]) {
-    for col in 0..n {
-        x.swap(col, piv[col]);
+    for (col, &p) in piv.iter().enumerate().take(n) {
+        x.swap(col, p);
     }
     for r in 0..n {
         let mut acc = x[r];
@@ -1208,7 +1229,10 @@ mod tests {
         let b = mat3_vec(&winv, s);
         let id = mat3_mul(&w, &winv);
         for j in 0..3 {
-            assert!((a[j] - l[j]).abs() < 1e-12 && (b[j] - l[j]).abs() < 1e-12, "{a:?} {b:?}");
+            assert!(
+                (a[j] - l[j]).abs() < 1e-12 && (b[j] - l[j]).abs() < 1e-12,
+                "{a:?} {b:?}"
+            );
             for c in 0..3 {
                 let e = if j == c { 1.0 } else { 0.0 };
                 assert!((id[3 * j + c] - e).abs() < 1e-12);
