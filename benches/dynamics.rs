@@ -30,9 +30,13 @@ fn bench(c: &mut Criterion) {
     let tau = DVector::from_fn(model.nv, |i, _| (i as f64 * 0.91).cos());
 
     let mut g = c.benchmark_group("quadruped");
-    g.bench_function("rnea", |b| b.iter(|| rnea(&model, &mut data, black_box(q.as_slice()), v.as_slice(), a.as_slice())));
+    g.bench_function("rnea", |b| {
+        b.iter(|| rnea(&model, &mut data, black_box(q.as_slice()), v.as_slice(), a.as_slice()))
+    });
     g.bench_function("crba", |b| b.iter(|| crba(&model, &mut data, black_box(q.as_slice()))));
-    g.bench_function("aba", |b| b.iter(|| aba(&model, &mut data, black_box(q.as_slice()), v.as_slice(), tau.as_slice())));
+    g.bench_function("aba", |b| {
+        b.iter(|| aba(&model, &mut data, black_box(q.as_slice()), v.as_slice(), tau.as_slice()))
+    });
     g.bench_function("baseline_crba_then_nalgebra_cholesky_solve", |b| {
         b.iter(|| {
             crba(&model, &mut data, black_box(q.as_slice()));

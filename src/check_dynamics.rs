@@ -5,9 +5,7 @@
 //! The error of a quantity on a sample is `||x - x_ref||_F / max(||x_ref||_F, 1e-12)`; the
 //! report gives the maximum over samples.
 
-use crate::dynamics::{
-    aba, crba, forward_kinematics, nle, point_jacobian, rnea, update_frame_placements,
-};
+use crate::dynamics::{aba, crba, forward_kinematics, nle, point_jacobian, rnea, update_frame_placements};
 use crate::model::{Data, Model};
 use crate::spatial::Se3;
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
@@ -21,18 +19,9 @@ pub enum FixtureError {
     #[error("{file}: cannot read: {message}")]
     Io { file: PathBuf, message: String },
     #[error("{file}: line {line}, column {column}: {message}")]
-    Parse {
-        file: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    Parse { file: PathBuf, line: usize, column: usize, message: String },
     #[error("{file}: {field}: {message}")]
-    Mismatch {
-        file: PathBuf,
-        field: String,
-        message: String,
-    },
+    Mismatch { file: PathBuf, field: String, message: String },
 }
 
 #[derive(Deserialize)]
@@ -105,11 +94,7 @@ pub struct Report {
 
 impl Report {
     pub fn max_error(&self) -> f64 {
-        self.errors
-            .iter()
-            .map(|e| e.1)
-            .chain([self.aba_rnea_roundtrip])
-            .fold(0.0, f64::max)
+        self.errors.iter().map(|e| e.1).chain([self.aba_rnea_roundtrip]).fold(0.0, f64::max)
     }
 }
 
@@ -120,28 +105,19 @@ fn rel(a: &DMatrix<f64>, b: &DMatrix<f64>) -> f64 {
 /// Runs every sample of `fixture` through `model`.
 pub fn check(model: &Model, fixture: &Path) -> Result<Report, FixtureError> {
     let file = fixture.to_path_buf();
-    let text = std::fs::read_to_string(fixture).map_err(|e| FixtureError::Io {
-        file: file.clone(),
-        message: e.to_string(),
-    })?;
+    let text = std::fs::read_to_string(fixture)
+        .map_err(|e| FixtureError::Io { file: file.clone(), message: e.to_string() })?;
     let fx: Fixture = serde_json::from_str(&text).map_err(|e| FixtureError::Parse {
         file: file.clone(),
         line: e.line(),
         column: e.column(),
         message: e.to_string(),
     })?;
-    let mismatch = |field: String, message: String| FixtureError::Mismatch {
-        file: file.clone(),
-        field,
-        message,
-    };
+    let mismatch = |field: String, message: String| FixtureError::Mismatch { file: file.clone(), field, message };
     if fx.meta.nq != model.nq || fx.meta.nv != model.nv {
         return Err(mismatch(
             "meta.nq/nv".into(),
-            format!(
-                "fixture has nq={}, nv={}; model has nq={}, nv={}",
-                fx.meta.nq, fx.meta.nv, model.nq, model.nv
-            ),
+            format!("fixture has nq={}, nv={}; model has nq={}, nv={}", fx.meta.nq, fx.meta.nv, model.nq, model.nv),
         ));
     }
     // perm_q[k] = our q index of fixture q index k (likewise v).
@@ -149,17 +125,11 @@ pub fn check(model: &Model, fixture: &Path) -> Result<Report, FixtureError> {
     let mut perm_v = vec![usize::MAX; model.nv];
     for fj in &fx.meta.joints {
         let Some(ji) = model.joint_index(&fj.name) else {
-            return Err(mismatch(
-                format!("meta.joints[{}]", fj.name),
-                "no joint of that name in the model".into(),
-            ));
+            return Err(mismatch(format!("meta.joints[{}]", fj.name), "no joint of that name in the model".into()));
         };
         let j = &model.joints[ji];
         if j.nq() != fj.nq || j.nv() != fj.nv {
-            return Err(mismatch(
-                format!("meta.joints[{}]", fj.name),
-                "joint dimensions differ".into(),
-            ));
+            return Err(mismatch(format!("meta.joints[{}]", fj.name), "joint dimensions differ".into()));
         }
         for k in 0..fj.nq {
             perm_q[fj.idx_q + k] = j.idx_q + k;
@@ -169,10 +139,7 @@ pub fn check(model: &Model, fixture: &Path) -> Result<Report, FixtureError> {
         }
     }
     if perm_q.contains(&usize::MAX) || perm_v.contains(&usize::MAX) {
-        return Err(mismatch(
-            "meta.joints".into(),
-            "does not cover every model joint".into(),
-        ));
+        return Err(mismatch("meta.joints".into(), "does not cover every model joint".into()));
     }
     // Contact frames: the model's own frame of that name when it has one (this exercises the
     // URDF fixed-link merge), else the fixture's placement on the named joint's body.
@@ -182,17 +149,11 @@ pub fn check(model: &Model, fixture: &Path) -> Result<Report, FixtureError> {
             Some(f) => (model.frames[f].body, model.frames[f].placement),
             None => {
                 let Some(b) = model.joint_index(&cf.parent_joint) else {
-                    return Err(mismatch(
-                        format!("meta.contact_frames[{}]", cf.name),
-                        "unknown parent_joint".into(),
-                    ));
+                    return Err(mismatch(format!("meta.contact_frames[{}]", cf.name), "unknown parent_joint".into()));
                 };
                 let r = &cf.placement_in_parent_joint.rotation;
                 let rot = Matrix3::from_fn(|i, k| r[i][k]);
-                (
-                    b,
-                    Se3::new(rot, Vector3::from(cf.placement_in_parent_joint.translation)),
-                )
+                (b, Se3::new(rot, Vector3::from(cf.placement_in_parent_joint.translation)))
             }
         };
         frames.push((cf.name.clone(), body, placement));
@@ -230,30 +191,15 @@ pub fn check(model: &Model, fixture: &Path) -> Result<Report, FixtureError> {
         crba(model, &mut data, q.as_slice());
         names[0].1 = names[0].1.max(rel(&data.mass_matrix, &m_ref));
         nle(model, &mut data, q.as_slice(), v.as_slice());
-        names[1].1 = names[1]
-            .1
-            .max(rel(&as_mat(data.nle.clone()), &as_mat(vec_v(&s.nle))));
+        names[1].1 = names[1].1.max(rel(&as_mat(data.nle.clone()), &as_mat(vec_v(&s.nle))));
         rnea(model, &mut data, q.as_slice(), v.as_slice(), a.as_slice());
-        names[2].1 = names[2]
-            .1
-            .max(rel(&as_mat(data.tau.clone()), &as_mat(vec_v(&s.rnea))));
+        names[2].1 = names[2].1.max(rel(&as_mat(data.tau.clone()), &as_mat(vec_v(&s.rnea))));
         let tau_rnea = data.tau.clone();
         if !aba(model, &mut data, q.as_slice(), v.as_slice(), tau.as_slice()) {
-            return Err(mismatch(
-                field("aba"),
-                "articulated inertia is singular".into(),
-            ));
+            return Err(mismatch(field("aba"), "articulated inertia is singular".into()));
         }
-        names[3].1 = names[3]
-            .1
-            .max(rel(&as_mat(data.ddq.clone()), &as_mat(vec_v(&s.aba))));
-        aba(
-            model,
-            &mut data,
-            q.as_slice(),
-            v.as_slice(),
-            tau_rnea.as_slice(),
-        );
+        names[3].1 = names[3].1.max(rel(&as_mat(data.ddq.clone()), &as_mat(vec_v(&s.aba))));
+        aba(model, &mut data, q.as_slice(), v.as_slice(), tau_rnea.as_slice());
         roundtrip = roundtrip.max(rel(&as_mat(data.ddq.clone()), &as_mat(a.clone())));
 
         forward_kinematics(model, &mut data, q.as_slice(), None);
@@ -276,9 +222,5 @@ pub fn check(model: &Model, fixture: &Path) -> Result<Report, FixtureError> {
             names[5].1 = names[5].1.max(rel(&jac, &j_ref));
         }
     }
-    Ok(Report {
-        samples: fx.samples.len(),
-        errors: names.to_vec(),
-        aba_rnea_roundtrip: roundtrip,
-    })
+    Ok(Report { samples: fx.samples.len(), errors: names.to_vec(), aba_rnea_roundtrip: roundtrip })
 }

@@ -20,17 +20,10 @@ impl AtomicFile {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "out".into());
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
         let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
         let file = File::create(&tmp)?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            tmp,
-            writer: Some(BufWriter::new(file)),
-        })
+        Ok(Self { path: path.to_path_buf(), tmp, writer: Some(BufWriter::new(file)) })
     }
 
     pub fn writer(&mut self) -> &mut BufWriter<File> {

@@ -13,11 +13,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 #[derive(Parser)]
-#[command(
-    name = "contactlab",
-    version,
-    about = "Hard-contact simulation and contact sensitivities for legged robots"
-)]
+#[command(name = "contactlab", version, about = "Hard-contact simulation and contact sensitivities for legged robots")]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -51,10 +47,7 @@ enum Command {
 }
 
 fn main() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).init();
     let cli = Cli::parse();
     match cli.command {
         None => {
@@ -65,16 +58,8 @@ fn main() -> Result<()> {
             );
             Ok(())
         }
-        Some(Command::Simulate {
-            scene,
-            duration,
-            out,
-        }) => simulate(scene, duration, out),
-        Some(Command::CheckDynamics {
-            urdf,
-            fixture,
-            tolerance,
-        }) => check(urdf, fixture, tolerance),
+        Some(Command::Simulate { scene, duration, out }) => simulate(scene, duration, out),
+        Some(Command::CheckDynamics { urdf, fixture, tolerance }) => check(urdf, fixture, tolerance),
     }
 }
 
@@ -90,18 +75,12 @@ fn simulate(path: PathBuf, duration: Option<f64>, out: Option<PathBuf>) -> Resul
     let mut sim = scene.simulation();
     let steps = (duration / scene.settings.dt).round() as u64;
     let mut rec = match &out {
-        Some(p) => Some(
-            CsvRecorder::create(p, &sim.model)
-                .with_context(|| format!("{}: cannot create", p.display()))?,
-        ),
+        Some(p) => Some(CsvRecorder::create(p, &sim.model).with_context(|| format!("{}: cannot create", p.display()))?),
         None => None,
     };
     let bar = if steps >= 20_000 {
         let b = ProgressBar::new(steps);
-        b.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {elapsed} < {eta}")
-                .expect("template"),
-        );
+        b.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {elapsed} < {eta}").expect("template"));
         b
     } else {
         ProgressBar::hidden()
@@ -151,10 +130,7 @@ fn simulate(path: PathBuf, duration: Option<f64>, out: Option<PathBuf>) -> Resul
         println!("wrote {}", p.display());
     }
     if let Some((n, status)) = failure {
-        bail!(
-            "step {n} (t = {:.4} s) failed: {status:?}; the state was not advanced",
-            sim.t
-        );
+        bail!("step {n} (t = {:.4} s) failed: {status:?}; the state was not advanced", sim.t);
     }
     Ok(())
 }
@@ -170,15 +146,9 @@ fn check(urdf_path: PathBuf, fixture: PathBuf, tolerance: f64) -> Result<()> {
     for (name, err) in &report.errors {
         println!("{name:<12} {err:>12.3e}");
     }
-    println!(
-        "{:<12} {:>12.3e}",
-        "aba(rnea(a))", report.aba_rnea_roundtrip
-    );
+    println!("{:<12} {:>12.3e}", "aba(rnea(a))", report.aba_rnea_roundtrip);
     if report.max_error() > tolerance {
-        bail!(
-            "max relative error {:.3e} exceeds {tolerance:e}",
-            report.max_error()
-        );
+        bail!("max relative error {:.3e} exceeds {tolerance:e}", report.max_error());
     }
     println!("ok: all within {tolerance:e}");
     Ok(())

@@ -37,64 +37,36 @@ fn the_good_scene_loads() {
 fn truncated_file() {
     let e = err(&GOOD[..GOOD.len() / 2]);
     assert!(e.starts_with("scenes/bad.ron:"), "{e}");
-    assert!(
-        e.contains(":6:") || e.contains(":5:") || e.contains(":7:"),
-        "line of the cut: {e}"
-    );
+    assert!(e.contains(":6:") || e.contains(":5:") || e.contains(":7:"), "line of the cut: {e}");
 }
 
 #[test]
 fn nan_in_the_state() {
     let e = err(&GOOD.replace("(0.0, 0.0, 0.33)", "(0.0, NaN, 0.33)"));
     assert!(e.contains("scenes/bad.ron:5:"), "{e}");
-    assert!(
-        e.contains("initial.base_position") && e.contains("finite"),
-        "{e}"
-    );
+    assert!(e.contains("initial.base_position") && e.contains("finite"), "{e}");
     let e = err(&GOOD.replace("\"*_calf_joint\": -1.6", "\"*_calf_joint\": inf"));
     assert!(e.contains("initial.joints") && e.contains("finite"), "{e}");
 }
 
 #[test]
 fn negative_mass_and_friction_and_time_step() {
-    let e = err(&GOOD.replace(
-        "Builtin(Quadruped)",
-        "Box(size: (0.1, 0.1, 0.1), mass: -2.0)",
-    ));
-    assert!(
-        e.contains("scenes/bad.ron:3:") && e.contains("robot.Box.mass") && e.contains("(0, inf)"),
-        "{e}"
-    );
+    let e = err(&GOOD.replace("Builtin(Quadruped)", "Box(size: (0.1, 0.1, 0.1), mass: -2.0)"));
+    assert!(e.contains("scenes/bad.ron:3:") && e.contains("robot.Box.mass") && e.contains("(0, inf)"), "{e}");
     let e = err(&GOOD.replace("friction: 0.8", "friction: -0.1"));
-    assert!(
-        e.contains("scenes/bad.ron:8:")
-            && e.contains("terrain.ground.friction")
-            && e.contains("[0, 10]"),
-        "{e}"
-    );
+    assert!(e.contains("scenes/bad.ron:8:") && e.contains("terrain.ground.friction") && e.contains("[0, 10]"), "{e}");
     for dt in ["0.0", "-0.001"] {
         let e = err(&GOOD.replace("dt: 0.002", &format!("dt: {dt}")));
-        assert!(
-            e.contains("scenes/bad.ron:9:") && e.contains("dt") && e.contains("(0, 0.1]"),
-            "{e}"
-        );
+        assert!(e.contains("scenes/bad.ron:9:") && e.contains("dt") && e.contains("(0, 0.1]"), "{e}");
     }
 }
 
 #[test]
 fn unknown_robot_joint_and_field() {
     let e = err(&GOOD.replace("Builtin(Quadruped)", "Builtin(Quadrupod)"));
-    assert!(
-        e.contains(":3:") && e.contains("Quadrupod") && e.contains("Quadruped"),
-        "{e}"
-    );
+    assert!(e.contains(":3:") && e.contains("Quadrupod") && e.contains("Quadruped"), "{e}");
     let e = err(&GOOD.replace("\"*_calf_joint\"", "\"FL_knee\""));
-    assert!(
-        e.contains(":6:")
-            && e.contains("initial.joints[\"FL_knee\"]")
-            && e.contains("FL_calf_joint"),
-        "{e}"
-    );
+    assert!(e.contains(":6:") && e.contains("initial.joints[\"FL_knee\"]") && e.contains("FL_calf_joint"), "{e}");
     let e = err(&GOOD.replace("dt: 0.002", "dt: 0.002, speed: 2.0"));
     assert!(e.contains("speed"), "{e}");
 }
@@ -107,14 +79,9 @@ fn urdf_with_a_missing_parent() {
       <joint name="j" type="revolute"><parent link="nowhere"/><child link="b"/><axis xyz="0 0 1"/>
         <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
     </robot>"#;
-    let e = load_str(urdf, Path::new("robots/r.urdf"), RootJoint::FreeFlyer)
-        .unwrap_err()
-        .to_string();
+    let e = load_str(urdf, Path::new("robots/r.urdf"), RootJoint::FreeFlyer).unwrap_err().to_string();
     assert!(
-        e.contains("robots/r.urdf")
-            && e.contains("joint `j`")
-            && e.contains("parent")
-            && e.contains("nowhere"),
+        e.contains("robots/r.urdf") && e.contains("joint `j`") && e.contains("parent") && e.contains("nowhere"),
         "{e}"
     );
 }
@@ -131,10 +98,7 @@ fn non_physical_inertia_warns_and_massless_body_is_regularized() {
     </robot>"#;
     let loaded = load_str(urdf, Path::new("r.urdf"), RootJoint::FreeFlyer).unwrap();
     let w = loaded.warnings.join("\n");
-    assert!(
-        w.contains("link `c`") && w.contains("not a physical"),
-        "{w}"
-    );
+    assert!(w.contains("link `c`") && w.contains("not a physical"), "{w}");
     assert!(w.contains("link `b`") && w.contains("raised"), "{w}");
     let b = loaded.model.body_index("b").unwrap();
     assert!(loaded.model.inertias[b].mass > 0.0);
@@ -149,11 +113,7 @@ fn an_uncommitted_file_leaves_nothing_behind() {
         writeln!(f, "half a file").unwrap();
     }
     assert!(!path.exists());
-    assert_eq!(
-        std::fs::read_dir(dir.path()).unwrap().count(),
-        0,
-        "temporary file left behind"
-    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "temporary file left behind");
     std::fs::write(&path, "old").unwrap();
     {
         let mut f = AtomicFile::create(&path).unwrap();

@@ -2,9 +2,7 @@
 //! sliding solutions, rank-deficient Delassus matrices, warm start, bad input, random problems.
 
 use clarabel::algebra::CscMatrix;
-use clarabel::solver::{
-    DefaultSettings, DefaultSolver, IPSolver, SolverStatus, SupportedConeT::SecondOrderConeT,
-};
+use clarabel::solver::{DefaultSettings, DefaultSolver, IPSolver, SolverStatus, SupportedConeT::SecondOrderConeT};
 use contactlab::contact::solver::{
     classify, classify_all, ContactMode, ContactSolver, Info, Settings, SettingsError, Status,
 };
@@ -42,10 +40,7 @@ fn unit2(r: &mut ChaCha8Rng) -> [f64; 2] {
 /// Scales as in the solver docs: approach velocity and the impulse that cancels it.
 fn scales(g: &DMatrix<f64>, b: &[f64]) -> (f64, f64) {
     let k = b.len() / 3;
-    let v = (0..k)
-        .map(|i| (-b[3 * i]).max(b[3 * i + 1].hypot(b[3 * i + 2])))
-        .fold(0.0_f64, f64::max)
-        .max(1e-12);
+    let v = (0..k).map(|i| (-b[3 * i]).max(b[3 * i + 1].hypot(b[3 * i + 2]))).fold(0.0_f64, f64::max).max(1e-12);
     let gmax = (0..3 * k).map(|j| g[(j, j)]).fold(0.0_f64, f64::max);
     (v, v / gmax)
 }
@@ -57,29 +52,17 @@ fn assert_coulomb(g: &DMatrix<f64>, b: &[f64], mu: &[f64], lambda: &[f64], w: &[
     let (v, l) = scales(g, b);
     let w_ref = g * DVector::from_column_slice(lambda) + DVector::from_column_slice(b);
     for (a, e) in w.iter().zip(w_ref.iter()) {
-        assert!(
-            (a - e).abs() <= 1e-10 * (1.0 + e.abs()),
-            "w != G lambda + b"
-        );
+        assert!((a - e).abs() <= 1e-10 * (1.0 + e.abs()), "w != G lambda + b");
     }
     for (i, &mu) in mu.iter().enumerate() {
-        let (ln, lt) = (
-            lambda[3 * i],
-            Vector3::new(0.0, lambda[3 * i + 1], lambda[3 * i + 2]),
-        );
+        let (ln, lt) = (lambda[3 * i], Vector3::new(0.0, lambda[3 * i + 1], lambda[3 * i + 2]));
         let (wn, wt) = (w[3 * i], Vector3::new(0.0, w[3 * i + 1], w[3 * i + 2]));
         assert!(ln >= 0.0, "contact {i}: l_n = {ln} < 0");
-        assert!(
-            mu * ln - lt.norm() >= 0.0,
-            "contact {i}: outside the friction cone"
-        );
+        assert!(mu * ln - lt.norm() >= 0.0, "contact {i}: outside the friction cone");
         assert!(wn >= -tol * v, "contact {i}: penetrating w_n = {wn}");
         assert!(ln * wn <= tol * v * l, "contact {i}: l_n w_n = {}", ln * wn);
         let fric = mu * ln * wt.norm() + lt.dot(&wt);
-        assert!(
-            fric <= tol * v * l,
-            "contact {i}: friction complementarity {fric}"
-        );
+        assert!(fric <= tol * v * l, "contact {i}: friction complementarity {fric}");
     }
 }
 
@@ -111,10 +94,7 @@ fn solve(g: &DMatrix<f64>, b: &[f64], mu: &[f64]) -> Solved {
 fn assert_converged(info: &Info) {
     assert_eq!(info.status, Status::Converged, "{info:?}");
     assert!(info.residual <= Settings::default().tolerance, "{info:?}");
-    assert!(
-        info.min_iterate_cone_margin > 0.0,
-        "an iterate left the cone: {info:?}"
-    );
+    assert!(info.min_iterate_cone_margin > 0.0, "an iterate left the cone: {info:?}");
     assert!(info.cone_margin > 0.0, "{info:?}");
 }
 
@@ -140,9 +120,7 @@ fn clarabel_anitescu(g: &DMatrix<f64>, b: &[f64], mu: &[f64]) -> Vec<f64> {
         n,
         (0..=n).collect(),
         (0..n).collect(),
-        (0..n)
-            .map(|j| if j % 3 == 0 { -mu[j / 3] } else { -1.0 })
-            .collect(),
+        (0..n).map(|j| if j % 3 == 0 { -mu[j / 3] } else { -1.0 }).collect(),
     );
     let cones: Vec<_> = mu.iter().map(|_| SecondOrderConeT(3)).collect();
     let settings = DefaultSettings {
@@ -153,8 +131,7 @@ fn clarabel_anitescu(g: &DMatrix<f64>, b: &[f64], mu: &[f64]) -> Vec<f64> {
         tol_ktratio: 1e-10,
         ..DefaultSettings::default()
     };
-    let mut solver = DefaultSolver::new(&p, b, &a, &vec![0.0; n], &cones, settings)
-        .expect("valid clarabel problem");
+    let mut solver = DefaultSolver::new(&p, b, &a, &vec![0.0; n], &cones, settings).expect("valid clarabel problem");
     solver.solve();
     assert_eq!(solver.solution.status, SolverStatus::Solved);
     solver.solution.x.clone()
@@ -170,12 +147,7 @@ enum Kind {
 /// `b = w - G lambda` for a chosen solution: sticking contacts strictly inside the cone with
 /// `w = 0`, separated ones with `lambda = 0` and `w_n > mu ||w_t||`, sliding ones on the cone
 /// boundary with `w_n = 0` and `w_t` opposite to `l_t`.
-fn planted(
-    r: &mut ChaCha8Rng,
-    g: &DMatrix<f64>,
-    mu: &[f64],
-    kinds: &[Kind],
-) -> (Vec<f64>, Vec<f64>) {
+fn planted(r: &mut ChaCha8Rng, g: &DMatrix<f64>, mu: &[f64], kinds: &[Kind]) -> (Vec<f64>, Vec<f64>) {
     let k = mu.len();
     let mut lambda = DVector::zeros(3 * k);
     let mut w = DVector::zeros(3 * k);
@@ -212,10 +184,7 @@ fn planted(
 }
 
 fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max)
+    a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max)
 }
 
 #[test]
@@ -225,34 +194,21 @@ fn agrees_with_clarabel_on_sticking_and_separated_contacts() {
         let k = 1 + trial % 4;
         let g = random_spd(&mut r, 3 * k);
         let mu: Vec<f64> = (0..k).map(|_| r.random_range(0.1..1.5)).collect();
-        let kinds: Vec<Kind> = (0..k)
-            .map(|_| {
-                if r.random_range(0.0..1.0) < 0.6 {
-                    Kind::Stick
-                } else {
-                    Kind::Separate
-                }
-            })
-            .collect();
+        let kinds: Vec<Kind> =
+            (0..k).map(|_| if r.random_range(0.0..1.0) < 0.6 { Kind::Stick } else { Kind::Separate }).collect();
         let (b, _) = planted(&mut r, &g, &mu, &kinds);
         let reference = clarabel_anitescu(&g, &b, &mu);
         // Relaxation and exact Coulomb coincide only where pressing contacts do not slide.
         let w_ref = &g * DVector::from_column_slice(&reference) + DVector::from_column_slice(&b);
         for i in 0..k {
             if reference[3 * i] > 1e-6 {
-                assert!(
-                    w_ref[3 * i + 1].hypot(w_ref[3 * i + 2]) < 1e-6,
-                    "trial {trial}"
-                );
+                assert!(w_ref[3 * i + 1].hypot(w_ref[3 * i + 2]) < 1e-6, "trial {trial}");
             }
         }
         let out = solve(&g, &b, &mu);
         assert_converged(&out.info);
         let err = max_abs_diff(&out.lambda, &reference);
-        assert!(
-            err < 1e-6,
-            "trial {trial} k {k}: |lambda - clarabel| = {err:e}"
-        );
+        assert!(err < 1e-6, "trial {trial} k {k}: |lambda - clarabel| = {err:e}");
         assert_coulomb(&g, &b, &mu, &out.lambda, &out.w, 1e-6);
     }
 }
@@ -329,12 +285,7 @@ fn box_problem(v_free: [f64; 6], gaps: &[f64], corners: &[[f64; 3]]) -> (DMatrix
     (g, b.as_slice().to_vec())
 }
 
-const BOTTOM: [[f64; 3]; 4] = [
-    [0.2, 0.1, -0.05],
-    [-0.2, 0.1, -0.05],
-    [-0.2, -0.1, -0.05],
-    [0.2, -0.1, -0.05],
-];
+const BOTTOM: [[f64; 3]; 4] = [[0.2, 0.1, -0.05], [-0.2, 0.1, -0.05], [-0.2, -0.1, -0.05], [0.2, -0.1, -0.05]];
 
 #[test]
 fn rank_deficient_box_on_the_ground_converges() {
@@ -342,10 +293,7 @@ fn rank_deficient_box_on_the_ground_converges() {
     let mu = [0.8; 4];
     for (v_free, label) in [
         ([0.0, 0.0, -9.81e-3, 0.0, 0.0, 0.0], "resting"),
-        (
-            [0.05, 0.02, -9.81e-3, 0.0, 0.0, 0.3],
-            "sliding and spinning",
-        ),
+        ([0.05, 0.02, -9.81e-3, 0.0, 0.0, 0.3], "sliding and spinning"),
         ([0.0, 0.0, -0.5, 1.0, 0.0, 0.0], "landing on an edge"),
     ] {
         let (g, b) = box_problem(v_free, &[0.0; 4], &BOTTOM);
@@ -373,17 +321,8 @@ fn far_contacts_come_out_separated() {
     assert!(pressing > 1e-3, "the box must be held up");
     #[allow(clippy::needless_range_loop)] // i indexes lambda, w and mu together
     for i in 4..8 {
-        assert!(
-            out.lambda[3 * i] <= 1e-8 * l,
-            "far contact {i}: {}",
-            out.lambda[3 * i]
-        );
-        let mode = classify(
-            &out.lambda[3 * i..3 * i + 3],
-            &out.w[3 * i..3 * i + 3],
-            mu[i],
-            &Settings::default(),
-        );
+        assert!(out.lambda[3 * i] <= 1e-8 * l, "far contact {i}: {}", out.lambda[3 * i]);
+        let mode = classify(&out.lambda[3 * i..3 * i + 3], &out.w[3 * i..3 * i + 3], mu[i], &Settings::default());
         assert_eq!(mode, ContactMode::Separated);
     }
 }
@@ -398,19 +337,15 @@ fn warm_start_reduces_iterations() {
         let k = 4;
         let (g, _) = random_delassus(&mut r, k, 18);
         let mu: Vec<f64> = (0..k).map(|_| r.random_range(0.3..1.0)).collect();
-        let kinds: Vec<Kind> = (0..k)
-            .map(|_| [Kind::Stick, Kind::Stick, Kind::Slide, Kind::Separate][r.random_range(0..4)])
-            .collect();
+        let kinds: Vec<Kind> =
+            (0..k).map(|_| [Kind::Stick, Kind::Stick, Kind::Slide, Kind::Separate][r.random_range(0..4)]).collect();
         let (b, _) = planted(&mut r, &g, &mu, &kinds);
         let mut solver = ContactSolver::new(k);
         let first = solve_with(&mut solver, &settings, &g, &b, &mu, None);
         assert_converged(&first.info);
         assert!(!first.info.warm_started);
         // The next step: a slightly different free velocity.
-        let b2: Vec<f64> = b
-            .iter()
-            .map(|x| x + 1e-3 * r.random_range(-1.0..1.0))
-            .collect();
+        let b2: Vec<f64> = b.iter().map(|x| x + 1e-3 * r.random_range(-1.0..1.0)).collect();
         let cold = solve_with(&mut solver, &settings, &g, &b2, &mu, None);
         let warm = solve_with(&mut solver, &settings, &g, &b2, &mu, Some(&first.lambda));
         assert_converged(&cold.info);
@@ -420,10 +355,7 @@ fn warm_start_reduces_iterations() {
         total_cold += cold.info.iterations;
         total_warm += warm.info.iterations;
     }
-    assert!(
-        total_warm < total_cold,
-        "warm {total_warm} vs cold {total_cold} iterations"
-    );
+    assert!(total_warm < total_cold, "warm {total_warm} vs cold {total_cold} iterations");
 }
 
 #[test]
@@ -436,53 +368,21 @@ fn non_finite_input_is_reported_without_panic() {
     let settings = Settings::default();
     let mut b = vec![-0.1, 0.0, 0.0, -0.2, 0.1, 0.0];
     b[4] = f64::NAN;
-    let info = solver.solve(
-        &settings,
-        g.as_view(),
-        &b,
-        &[0.5, 0.5],
-        None,
-        &mut lambda,
-        &mut w,
-    );
+    let info = solver.solve(&settings, g.as_view(), &b, &[0.5, 0.5], None, &mut lambda, &mut w);
     assert_eq!(info.status, Status::NonFinite);
     let mut g_inf = g.clone();
     g_inf[(0, 1)] = f64::INFINITY;
     b[4] = 0.1;
-    let info = solver.solve(
-        &settings,
-        g_inf.as_view(),
-        &b,
-        &[0.5, 0.5],
-        None,
-        &mut lambda,
-        &mut w,
-    );
+    let info = solver.solve(&settings, g_inf.as_view(), &b, &[0.5, 0.5], None, &mut lambda, &mut w);
     assert_eq!(info.status, Status::NonFinite);
     // Too many contacts and mismatched sizes are statuses too.
     let big = random_spd(&mut r, 9);
     let mut l9 = vec![0.0; 9];
     let mut w9 = vec![0.0; 9];
-    let info = solver.solve(
-        &settings,
-        big.as_view(),
-        &[0.0; 9],
-        &[0.5; 3],
-        None,
-        &mut l9,
-        &mut w9,
-    );
+    let info = solver.solve(&settings, big.as_view(), &[0.0; 9], &[0.5; 3], None, &mut l9, &mut w9);
     assert_eq!(info.status, Status::InvalidInput);
     // A NaN warm start is ignored, not fatal.
-    let info = solver.solve(
-        &settings,
-        g.as_view(),
-        &b,
-        &[0.5, 0.5],
-        Some(&[f64::NAN; 6]),
-        &mut lambda,
-        &mut w,
-    );
+    let info = solver.solve(&settings, g.as_view(), &b, &[0.5, 0.5], Some(&[f64::NAN; 6]), &mut lambda, &mut w);
     assert_eq!(info.status, Status::Converged);
     assert!(!info.warm_started);
 }
@@ -490,32 +390,13 @@ fn non_finite_input_is_reported_without_panic() {
 #[test]
 fn settings_validate_names_the_field() {
     assert_eq!(Settings::default().validate(), Ok(()));
-    let bad = Settings {
-        tolerance: -1e-8,
-        ..Settings::default()
-    };
+    let bad = Settings { tolerance: -1e-8, ..Settings::default() };
     let err = bad.validate().unwrap_err();
-    assert!(matches!(
-        err,
-        SettingsError::OutOfRange {
-            field: "tolerance",
-            ..
-        }
-    ));
+    assert!(matches!(err, SettingsError::OutOfRange { field: "tolerance", .. }));
     assert!(err.to_string().contains("tolerance"), "{err}");
-    let bad = Settings {
-        fraction_to_boundary: 1.5,
-        ..Settings::default()
-    };
-    assert!(bad
-        .validate()
-        .unwrap_err()
-        .to_string()
-        .contains("fraction_to_boundary"));
-    let nan = Settings {
-        regularization: f64::NAN,
-        ..Settings::default()
-    };
+    let bad = Settings { fraction_to_boundary: 1.5, ..Settings::default() };
+    assert!(bad.validate().unwrap_err().to_string().contains("fraction_to_boundary"));
+    let nan = Settings { regularization: f64::NAN, ..Settings::default() };
     assert!(nan.validate().is_err());
     let text = serde_json::to_string(&Settings::default()).unwrap();
     let back: Settings = serde_json::from_str(&text).unwrap();
@@ -559,11 +440,7 @@ fn random_problems_satisfy_coulomb() {
     for trial in 0..400 {
         let (g, b, mu) = random_problem(&mut r, trial);
         let out = solve_with(&mut solver, &settings, &g, &b, &mu, None);
-        assert!(
-            out.info.min_iterate_cone_margin > 0.0,
-            "trial {trial}: {:?}",
-            out.info
-        );
+        assert!(out.info.min_iterate_cone_margin > 0.0, "trial {trial}: {:?}", out.info);
         if out.info.status != Status::Converged {
             // A stall must still be reported cleanly with finite, cone-feasible output.
             assert_eq!(out.info.status, Status::MaxIterations, "trial {trial}");
@@ -576,10 +453,7 @@ fn random_problems_satisfy_coulomb() {
         worst = worst.max(out.info.iterations);
     }
     assert!(worst <= 40, "worst iteration count {worst}");
-    assert!(
-        stalled.iter().all(|t| KNOWN_STALLS.contains(t)),
-        "new stalls: {stalled:?}"
-    );
+    assert!(stalled.iter().all(|t| KNOWN_STALLS.contains(t)), "new stalls: {stalled:?}");
 }
 
 #[test]
@@ -609,24 +483,13 @@ fn central_path_solve_hits_kappa() {
     let kappa = 1e-3;
     let mut lambda = vec![0.0; 3 * k];
     let mut w = vec![0.0; 3 * k];
-    let info = solver.solve_central_path(
-        &settings,
-        g.as_view(),
-        &b,
-        &mu,
-        Some(&hard.lambda),
-        kappa,
-        &mut lambda,
-        &mut w,
-    );
+    let info =
+        solver.solve_central_path(&settings, g.as_view(), &b, &mu, Some(&hard.lambda), kappa, &mut lambda, &mut w);
     assert_converged(&info);
     // On the central path l_n w_n = kappa for every contact (s = w_n at convergence).
     for i in 0..k {
         let p = lambda[3 * i] * w[3 * i];
-        assert!(
-            (p - kappa).abs() < 1e-6 * kappa.max(1.0),
-            "contact {i}: {p}"
-        );
+        assert!((p - kappa).abs() < 1e-6 * kappa.max(1.0), "contact {i}: {p}");
     }
     let mut m = vec![0.0; 9 * k * k];
     solver.newton_matrix(&mut m);

@@ -2,9 +2,7 @@
 //! on `(q, v)` (quaternion rate `0.5 q ⊗ (w, 0)`, re-normalized each step) so that the
 //! integrator's own error (O(h^4)) is far below the tolerance and what is tested is `aba`.
 
-use contactlab::dynamics::{
-    aba, center_of_mass, forward_kinematics, kinetic_energy, spatial_momentum,
-};
+use contactlab::dynamics::{aba, center_of_mass, forward_kinematics, kinetic_energy, spatial_momentum};
 use contactlab::model::builtin;
 use contactlab::model::{normalize, Data, JointKind, Model};
 use nalgebra::{DVector, Quaternion, UnitQuaternion, Vector3};
@@ -18,12 +16,7 @@ fn qdot(model: &Model, q: &DVector<f64>, v: &DVector<f64>) -> DVector<f64> {
         let (iq, iv) = (j.idx_q, j.idx_v);
         match j.kind {
             JointKind::FreeFlyer => {
-                let quat = UnitQuaternion::from_quaternion(Quaternion::new(
-                    q[iq + 6],
-                    q[iq + 3],
-                    q[iq + 4],
-                    q[iq + 5],
-                ));
+                let quat = UnitQuaternion::from_quaternion(Quaternion::new(q[iq + 6], q[iq + 3], q[iq + 4], q[iq + 5]));
                 let pdot = quat * Vector3::new(v[iv], v[iv + 1], v[iv + 2]);
                 let w = Quaternion::new(0.0, v[iv + 3], v[iv + 4], v[iv + 5]);
                 let qd = quat.into_inner() * w * 0.5;
@@ -82,19 +75,13 @@ fn energy_and_momentum_are_conserved_without_gravity() {
     for seed in 0..2 {
         let (mut q, mut v) = random_state(&model, seed);
         forward_kinematics(&model, &mut data, q.as_slice(), Some(v.as_slice()));
-        let (e0, h0) = (
-            kinetic_energy(&model, &data),
-            spatial_momentum(&model, &data),
-        );
+        let (e0, h0) = (kinetic_energy(&model, &data), spatial_momentum(&model, &data));
         let h = 5e-4;
         for _ in 0..(10.0 / h) as usize {
             rk4(&model, &mut data, &mut q, &mut v, h);
         }
         forward_kinematics(&model, &mut data, q.as_slice(), Some(v.as_slice()));
-        let (e1, h1) = (
-            kinetic_energy(&model, &data),
-            spatial_momentum(&model, &data),
-        );
+        let (e1, h1) = (kinetic_energy(&model, &data), spatial_momentum(&model, &data));
         let de = (e1 - e0).abs() / e0;
         let dh = (h1 - h0).norm() / h0.norm();
         assert!(de < 1e-6, "seed {seed}: energy drift {de:e}");
@@ -119,8 +106,5 @@ fn centre_of_mass_follows_the_parabola() {
     let t = h * steps as f64;
     let expected = c0 + vc0 * t + 0.5 * model.gravity * t * t;
     let err = (center_of_mass(&model, &data) - expected).norm();
-    assert!(
-        err < 1e-6 * expected.norm().max(1.0),
-        "COM off the parabola by {err:e} m"
-    );
+    assert!(err < 1e-6 * expected.norm().max(1.0), "COM off the parabola by {err:e} m");
 }

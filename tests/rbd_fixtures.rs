@@ -6,26 +6,14 @@ use std::path::Path;
 
 fn run(system: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/rbd");
-    let loaded = load(
-        &dir.join(format!("urdf/{system}.urdf")),
-        RootJoint::FreeFlyer,
-    )
-    .expect("URDF loads");
-    let report =
-        check(&loaded.model, &dir.join(format!("{system}_set_a.json"))).expect("fixture loads");
+    let loaded = load(&dir.join(format!("urdf/{system}.urdf")), RootJoint::FreeFlyer).expect("URDF loads");
+    let report = check(&loaded.model, &dir.join(format!("{system}_set_a.json"))).expect("fixture loads");
     assert_eq!(report.samples, 10);
-    eprintln!(
-        "{system}: {:?} roundtrip {:e}",
-        report.errors, report.aba_rnea_roundtrip
-    );
+    eprintln!("{system}: {:?} roundtrip {:e}", report.errors, report.aba_rnea_roundtrip);
     for (name, err) in &report.errors {
         assert!(*err < 1e-9, "{system}: {name} relative error {err:e}");
     }
-    assert!(
-        report.aba_rnea_roundtrip < 1e-9,
-        "{system}: aba(rnea(a)) != a: {:e}",
-        report.aba_rnea_roundtrip
-    );
+    assert!(report.aba_rnea_roundtrip < 1e-9, "{system}: aba(rnea(a)) != a: {:e}", report.aba_rnea_roundtrip);
 }
 
 #[test]
@@ -49,28 +37,13 @@ fn go1_matches_pinocchio() {
 fn joint_order_matches_pinocchio() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/rbd");
     for system in ["solo12", "go1"] {
-        let model = load(
-            &dir.join(format!("urdf/{system}.urdf")),
-            RootJoint::FreeFlyer,
-        )
-        .unwrap()
-        .model;
+        let model = load(&dir.join(format!("urdf/{system}.urdf")), RootJoint::FreeFlyer).unwrap().model;
         let text = std::fs::read_to_string(dir.join(format!("{system}_set_a.json"))).unwrap();
         let fx: serde_json::Value = serde_json::from_str(&text).unwrap();
         for j in fx["meta"]["joints"].as_array().unwrap() {
             let ours = &model.joints[model.joint_index(j["name"].as_str().unwrap()).unwrap()];
-            assert_eq!(
-                ours.idx_q as u64,
-                j["idx_q"].as_u64().unwrap(),
-                "{system}: {}",
-                ours.name
-            );
-            assert_eq!(
-                ours.idx_v as u64,
-                j["idx_v"].as_u64().unwrap(),
-                "{system}: {}",
-                ours.name
-            );
+            assert_eq!(ours.idx_q as u64, j["idx_q"].as_u64().unwrap(), "{system}: {}", ours.name);
+            assert_eq!(ours.idx_v as u64, j["idx_v"].as_u64().unwrap(), "{system}: {}", ours.name);
         }
     }
 }

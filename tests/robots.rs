@@ -10,15 +10,9 @@ use std::path::Path;
 const LEGS: [&str; 4] = ["FL", "FR", "RL", "RR"];
 
 fn load_robot(file: &str, root: RootJoint) -> Loaded {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("assets/robots")
-        .join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/robots").join(file);
     let loaded = load(&path, root).unwrap_or_else(|e| panic!("{file} loads: {e}"));
-    assert!(
-        loaded.warnings.is_empty(),
-        "{file}: unexpected warnings: {:#?}",
-        loaded.warnings
-    );
+    assert!(loaded.warnings.is_empty(), "{file}: unexpected warnings: {:#?}", loaded.warnings);
     loaded
 }
 
@@ -27,11 +21,7 @@ fn load_robot(file: &str, root: RootJoint) -> Loaded {
 fn assert_physical_inertias(model: &Model) {
     for (name, inertia) in model.body_names.iter().zip(&model.inertias) {
         assert!(inertia.mass > 0.0, "{name}: mass {}", inertia.mass);
-        let mut e: Vec<f64> = SymmetricEigen::new(inertia.inertia)
-            .eigenvalues
-            .iter()
-            .copied()
-            .collect();
+        let mut e: Vec<f64> = SymmetricEigen::new(inertia.inertia).eigenvalues.iter().copied().collect();
         e.sort_by(f64::total_cmp);
         assert!(e[0] > 0.0, "{name}: inertia eigenvalues {e:?}");
         assert!(e[0] + e[1] >= e[2] * (1.0 - 1e-12), "{name}: {e:?}");
@@ -39,9 +29,7 @@ fn assert_physical_inertias(model: &Model) {
 }
 
 fn joint_q(model: &Model, name: &str) -> usize {
-    let j = model
-        .joint_index(name)
-        .unwrap_or_else(|| panic!("joint `{name}` exists"));
+    let j = model.joint_index(name).unwrap_or_else(|| panic!("joint `{name}` exists"));
     assert_eq!(model.joints[j].nq(), 1, "{name}");
     model.joints[j].idx_q
 }
@@ -50,11 +38,7 @@ fn joint_q(model: &Model, name: &str) -> usize {
 fn foot_positions(model: &Model, q: &[f64]) -> Vec<(String, Vector3<f64>)> {
     let mut data = Data::new(model);
     forward_kinematics(model, &mut data, q, None);
-    model
-        .contact_points
-        .iter()
-        .map(|c| (c.name.clone(), data.o_m_i[c.body].act_point(&c.position)))
-        .collect()
+    model.contact_points.iter().map(|c| (c.name.clone(), data.o_m_i[c.body].act_point(&c.position))).collect()
 }
 
 #[test]
@@ -92,19 +76,14 @@ fn quadruped_structure() {
     assert_physical_inertias(&model);
 
     for leg in LEGS {
-        let lim =
-            |j: &str| model.joints[model.joint_index(&format!("{leg}_{j}_joint")).unwrap()].limits;
+        let lim = |j: &str| model.joints[model.joint_index(&format!("{leg}_{j}_joint")).unwrap()].limits;
         let (hip, thigh, calf) = (lim("hip"), lim("thigh"), lim("calf"));
         assert_eq!((hip.lower, hip.upper, hip.effort), (-0.8, 0.8, 35.0));
         assert_eq!((thigh.lower, thigh.upper, thigh.effort), (-1.5, 3.0, 35.0));
         assert_eq!((calf.lower, calf.upper, calf.effort), (-2.7, -0.6, 45.0));
     }
 
-    let feet: Vec<&str> = model
-        .contact_points
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect();
+    let feet: Vec<&str> = model.contact_points.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(feet, ["FL_foot", "FR_foot", "RL_foot", "RR_foot"]);
     for c in &model.contact_points {
         assert_eq!(c.radius, 0.02, "{}", c.name);
@@ -128,30 +107,19 @@ fn quadruped_stands_on_four_feet() {
     assert_eq!(feet.len(), 4);
 
     let z: Vec<f64> = feet.iter().map(|(_, p)| p.z).collect();
-    let (lo, hi) = z
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-            (a.min(x), b.max(x))
-        });
+    let (lo, hi) = z.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
     assert!(hi - lo < 0.01, "foot heights differ: {feet:?}");
     // Below the trunk's bottom face (0.055 m below its centre), about 0.3 m below the hips.
     assert!(hi < h - 0.055 - 0.2, "feet not below the trunk: {feet:?}");
     let drop = h - z.iter().sum::<f64>() / 4.0;
-    assert!(
-        (0.28..0.34).contains(&drop),
-        "foot frames {drop} m below the trunk centre"
-    );
+    assert!((0.28..0.34).contains(&drop), "foot frames {drop} m below the trunk centre");
     // The contact point (sphere bottom) is then just at the ground for h = 0.33.
     assert!((lo - 0.02).abs() < 0.01, "contact height {}", lo - 0.02);
 
     // Each foot under its hip: hip x = ±0.19, y = ±(0.06 + 0.08).
     for (name, p) in &feet {
         let sx = if name.starts_with('F') { 1.0 } else { -1.0 };
-        let sy = if name.as_bytes()[1] == b'L' {
-            1.0
-        } else {
-            -1.0
-        };
+        let sy = if name.as_bytes()[1] == b'L' { 1.0 } else { -1.0 };
         assert!((p.x - 0.19 * sx).abs() < 0.02, "{name} at {p:?}");
         assert!((p.y - 0.14 * sy).abs() < 1e-9, "{name} at {p:?}");
     }
@@ -188,15 +156,9 @@ fn hopper_structure_and_standing() {
     let mut data = Data::new(&model);
     forward_kinematics(&model, &mut data, q.as_slice(), None);
     let b = data.o_m_i[body].trans;
-    assert!(
-        (b - Vector3::new(0.3, 0.0, 0.6)).norm() < 1e-12,
-        "body at {b:?}"
-    );
+    assert!((b - Vector3::new(0.3, 0.0, 0.6)).norm() < 1e-12, "body at {b:?}");
     let foot = data.o_m_i[c.body].act_point(&c.position);
     assert!((foot.x - b.x).abs() < 0.02, "foot {foot:?}, body {b:?}");
     assert!(foot.y.abs() < 1e-12);
-    assert!(
-        (0.45..0.52).contains(&(b.z - foot.z)),
-        "foot {foot:?}, body {b:?}"
-    );
+    assert!((0.45..0.52).contains(&(b.z - foot.z)), "foot {foot:?}, body {b:?}");
 }

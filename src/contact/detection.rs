@@ -76,9 +76,8 @@ impl Contacts {
             let axes = [self.normal[i], self.t1[i], self.t2[i]];
             for (r, axis) in axes.iter().enumerate() {
                 for c in 0..model.nv {
-                    self.jac[(3 * i + r, c)] = axis.x * data.jac3[(0, c)]
-                        + axis.y * data.jac3[(1, c)]
-                        + axis.z * data.jac3[(2, c)];
+                    self.jac[(3 * i + r, c)] =
+                        axis.x * data.jac3[(0, c)] + axis.y * data.jac3[(1, c)] + axis.z * data.jac3[(2, c)];
                 }
             }
         }

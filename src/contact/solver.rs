@@ -175,66 +175,27 @@ pub enum SettingsError {
 impl Settings {
     /// Checks every field against its documented range.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        fn check(
-            field: &'static str,
-            value: f64,
-            ok: bool,
-            allowed: &'static str,
-        ) -> Result<(), SettingsError> {
+        fn check(field: &'static str, value: f64, ok: bool, allowed: &'static str) -> Result<(), SettingsError> {
             // `ok` is computed with comparisons that are false for NaN, so NaN is rejected too.
             if ok {
                 Ok(())
             } else {
-                Err(SettingsError::OutOfRange {
-                    field,
-                    value,
-                    allowed,
-                })
+                Err(SettingsError::OutOfRange { field, value, allowed })
             }
         }
         let s = self;
-        check(
-            "tolerance",
-            s.tolerance,
-            s.tolerance > 0.0 && s.tolerance < 1.0,
-            "(0, 1)",
-        )?;
-        check(
-            "max_iterations",
-            s.max_iterations as f64,
-            (1..=10_000).contains(&s.max_iterations),
-            "1..=10000",
-        )?;
-        check(
-            "kappa_target",
-            s.kappa_target,
-            s.kappa_target > 0.0 && s.kappa_target <= s.tolerance,
-            "(0, tolerance]",
-        )?;
+        check("tolerance", s.tolerance, s.tolerance > 0.0 && s.tolerance < 1.0, "(0, 1)")?;
+        check("max_iterations", s.max_iterations as f64, (1..=10_000).contains(&s.max_iterations), "1..=10000")?;
+        check("kappa_target", s.kappa_target, s.kappa_target > 0.0 && s.kappa_target <= s.tolerance, "(0, tolerance]")?;
         check(
             "fraction_to_boundary",
             s.fraction_to_boundary,
             s.fraction_to_boundary > 0.0 && s.fraction_to_boundary < 1.0,
             "(0, 1)",
         )?;
-        check(
-            "regularization",
-            s.regularization,
-            (0.0..=1e-3).contains(&s.regularization),
-            "[0, 1e-3]",
-        )?;
-        check(
-            "warm_start_mu",
-            s.warm_start_mu,
-            s.warm_start_mu > 0.0 && s.warm_start_mu <= 1.0,
-            "(0, 1]",
-        )?;
-        check(
-            "friction_floor",
-            s.friction_floor,
-            s.friction_floor > 0.0 && s.friction_floor <= 1e-2,
-            "(0, 1e-2]",
-        )?;
+        check("regularization", s.regularization, (0.0..=1e-3).contains(&s.regularization), "[0, 1e-3]")?;
+        check("warm_start_mu", s.warm_start_mu, s.warm_start_mu > 0.0 && s.warm_start_mu <= 1.0, "(0, 1]")?;
+        check("friction_floor", s.friction_floor, s.friction_floor > 0.0 && s.friction_floor <= 1e-2, "(0, 1e-2]")?;
         check(
             "separated_impulse",
             s.separated_impulse,
@@ -350,25 +311,12 @@ pub fn classify(lambda_i: &[f64], w_i: &[f64], _mu: f64, settings: &Settings) ->
 
 /// Modes of all contacts; `Separated` uses `max(separated_impulse, separated_impulse_rel *
 /// max_i l_n,i)` so that it scales with the load.
-pub fn classify_all(
-    lambda: &[f64],
-    w: &[f64],
-    mu: &[f64],
-    settings: &Settings,
-    modes: &mut [ContactMode],
-) {
+pub fn classify_all(lambda: &[f64], w: &[f64], mu: &[f64], settings: &Settings, modes: &mut [ContactMode]) {
     let k = mu.len();
     let ln_max = (0..k).map(|i| lambda[3 * i]).fold(0.0_f64, f64::max);
-    let eps_n = settings
-        .separated_impulse
-        .max(settings.separated_impulse_rel * ln_max);
+    let eps_n = settings.separated_impulse.max(settings.separated_impulse_rel * ln_max);
     for i in 0..k {
-        modes[i] = classify_with(
-            &lambda[3 * i..3 * i + 3],
-            &w[3 * i..3 * i + 3],
-            eps_n,
-            settings,
-        );
+        modes[i] = classify_with(&lambda[3 * i..3 * i + 3], &w[3 * i..3 * i + 3], eps_n, settings);
     }
 }
 
@@ -506,16 +454,7 @@ impl ContactSolver {
         lambda: &mut [f64],
         w: &mut [f64],
     ) -> Info {
-        self.run(
-            settings,
-            g,
-            b,
-            mu,
-            warm,
-            Centering::PredictorCorrector,
-            lambda,
-            w,
-        )
+        self.run(settings, g, b, mu, warm, Centering::PredictorCorrector, lambda, w)
     }
 
     /// Solves the system relaxed on the central path at a fixed `kappa > 0` (physical units,
@@ -585,9 +524,8 @@ impl ContactSolver {
         if !sizes_ok || settings.validate().is_err() {
             return Info::failed(Status::InvalidInput);
         }
-        let finite = g.iter().all(|x| x.is_finite())
-            && b.iter().all(|x| x.is_finite())
-            && mu.iter().all(|x| x.is_finite());
+        let finite =
+            g.iter().all(|x| x.is_finite()) && b.iter().all(|x| x.is_finite()) && mu.iter().all(|x| x.is_finite());
         if !finite {
             return Info::failed(Status::NonFinite);
         }
@@ -622,10 +560,7 @@ impl ContactSolver {
             }
             self.initialize(settings.warm_start_mu);
             self.drive(settings, centering, &mut info);
-            if matches!(
-                info.status,
-                Status::MaxIterations | Status::LinearSolveFailed
-            ) {
+            if matches!(info.status, Status::MaxIterations | Status::LinearSolveFailed) {
                 info.warm_started = false;
             }
         }
@@ -756,11 +691,7 @@ impl ContactSolver {
             match self.iterate(settings, centering) {
                 Ok((k, alpha)) => {
                     kappa = k;
-                    short_steps = if alpha < STALL_STEP {
-                        short_steps + 1
-                    } else {
-                        0
-                    };
+                    short_steps = if alpha < STALL_STEP { short_steps + 1 } else { 0 };
                 }
                 Err(Status::LinearSolveFailed) if restarts < MAX_RESTARTS => {
                     short_steps = STALL_COUNT;
@@ -894,16 +825,10 @@ impl ContactSolver {
             target[0] -= kappa;
             if corrector {
                 r2 += self.alam[3 * i] * self.as_[i];
-                let dbeta = [
-                    mu * self.alam[3 * i],
-                    self.alam[3 * i + 1],
-                    self.alam[3 * i + 2],
-                ];
+                let dbeta = [mu * self.alam[3 * i], self.alam[3 * i + 1], self.alam[3 * i + 2]];
                 let deta = [self.apsi[i], self.aw[3 * i + 1], self.aw[3 * i + 2]];
-                let c = jordan(
-                    mat3_vec(&self.winv[9 * i..9 * i + 9], dbeta),
-                    mat3_vec(&self.wnt[9 * i..9 * i + 9], deta),
-                );
+                let c =
+                    jordan(mat3_vec(&self.winv[9 * i..9 * i + 9], dbeta), mat3_vec(&self.wnt[9 * i..9 * i + 9], deta));
                 for (t, c) in target.iter_mut().zip(c) {
                     *t += c;
                 }
@@ -933,9 +858,7 @@ impl ContactSolver {
             let mu = self.mu[i];
             let gam = self.lam[3 * i];
             let dgam = self.dlam[3 * i];
-            alpha = alpha
-                .min(ray_step(gam, dgam))
-                .min(ray_step(self.s[i], self.ds[i]));
+            alpha = alpha.min(ray_step(gam, dgam)).min(ray_step(self.s[i], self.ds[i]));
             let beta = [mu * gam, self.lam[3 * i + 1], self.lam[3 * i + 2]];
             let dbeta = [mu * dgam, self.dlam[3 * i + 1], self.dlam[3 * i + 2]];
             let eta = [self.psi[i], self.w[3 * i + 1], self.w[3 * i + 2]];
@@ -957,14 +880,8 @@ impl ContactSolver {
             let gam = at(&self.lam, &self.dlam, 3 * i);
             let s = at(&self.s, &self.ds, i);
             let psi = at(&self.psi, &self.dpsi, i);
-            let lt = [
-                at(&self.lam, &self.dlam, 3 * i + 1),
-                at(&self.lam, &self.dlam, 3 * i + 2),
-            ];
-            let wt = [
-                at(&self.w, &self.dw, 3 * i + 1),
-                at(&self.w, &self.dw, 3 * i + 2),
-            ];
+            let lt = [at(&self.lam, &self.dlam, 3 * i + 1), at(&self.lam, &self.dlam, 3 * i + 2)];
+            let wt = [at(&self.w, &self.dw, 3 * i + 1), at(&self.w, &self.dw, 3 * i + 2)];
             acc += gam * s + self.mu[i] * gam * psi + lt[0] * wt[0] + lt[1] * wt[1];
         }
         acc / (2 * self.k.max(1)) as f64
@@ -984,14 +901,11 @@ impl ContactSolver {
             prim = prim.max((self.s[i] - self.w[3 * i]).abs());
             let tang = j[1].abs().max(j[2].abs());
             comp = comp.max(gs.abs()).max(j[0].abs()).max(tang);
-            dev = dev
-                .max((gs - kappa).abs())
-                .max((j[0] - kappa).abs())
-                .max(tang);
+            dev = dev.max((gs - kappa).abs()).max((j[0] - kappa).abs()).max(tang);
         }
         // NaN must not hide behind `max` (which drops NaN operands).
-        let any_nan = self.lam[..3 * self.k].iter().any(|x| x.is_nan())
-            || self.w[..3 * self.k].iter().any(|x| x.is_nan());
+        let any_nan =
+            self.lam[..3 * self.k].iter().any(|x| x.is_nan()) || self.w[..3 * self.k].iter().any(|x| x.is_nan());
         if any_nan {
             return (f64::NAN, f64::NAN);
         }
@@ -1016,11 +930,7 @@ impl ContactSolver {
 
 /// Jordan product of the second-order cone, `x o y = (x^T y, x0 y1 + y0 x1)`.
 fn jordan(x: [f64; 3], y: [f64; 3]) -> [f64; 3] {
-    [
-        x[0] * y[0] + x[1] * y[1] + x[2] * y[2],
-        x[0] * y[1] + y[0] * x[1],
-        x[0] * y[2] + y[0] * x[2],
-    ]
+    [x[0] * y[0] + x[1] * y[1] + x[2] * y[2], x[0] * y[1] + y[0] * x[1], x[0] * y[2] + y[0] * x[2]]
 }
 
 /// Arrow matrix `Arw(x) = [[x0, x1^T], [x1, x0 I]]`, row-major.
@@ -1068,17 +978,8 @@ fn nt_scaling(s: [f64; 3], z: [f64; 3]) -> ([f64; 9], [f64; 9], [f64; 3]) {
     let q = [(sb[1] - zb[1]) / (2.0 * g), (sb[2] - zb[2]) / (2.0 * g)];
     let eta = (ds / dz).sqrt();
     let c = 1.0 / (1.0 + a);
-    let wb = [
-        a,
-        q[0],
-        q[1],
-        q[0],
-        1.0 + c * q[0] * q[0],
-        c * q[0] * q[1],
-        q[1],
-        c * q[0] * q[1],
-        1.0 + c * q[1] * q[1],
-    ];
+    let wb =
+        [a, q[0], q[1], q[0], 1.0 + c * q[0] * q[0], c * q[0] * q[1], q[1], c * q[0] * q[1], 1.0 + c * q[1] * q[1]];
     let jd = [1.0, -1.0, -1.0];
     let mut w = [0.0; 9];
     let mut winv = [0.0; 9];
@@ -1131,11 +1032,7 @@ fn soc_step(x: [f64; 3], dx: [f64; 3]) -> f64 {
         return f64::INFINITY;
     }
     if a.abs() <= 1e-14 * scale * scale {
-        return if b < 0.0 {
-            -c / (2.0 * b)
-        } else {
-            f64::INFINITY
-        };
+        return if b < 0.0 { -c / (2.0 * b) } else { f64::INFINITY };
     }
     let disc = b * b - a * c;
     if disc < 0.0 {
@@ -1247,10 +1144,7 @@ mod tests {
         let b = mat3_vec(&winv, s);
         let id = mat3_mul(&w, &winv);
         for j in 0..3 {
-            assert!(
-                (a[j] - l[j]).abs() < 1e-12 && (b[j] - l[j]).abs() < 1e-12,
-                "{a:?} {b:?}"
-            );
+            assert!((a[j] - l[j]).abs() < 1e-12 && (b[j] - l[j]).abs() < 1e-12, "{a:?} {b:?}");
             for c in 0..3 {
                 let e = if j == c { 1.0 } else { 0.0 };
                 assert!((id[3 * j + c] - e).abs() < 1e-12);

@@ -30,11 +30,7 @@ pub struct Ground {
 
 impl Default for Ground {
     fn default() -> Self {
-        Self {
-            height: 0.0,
-            slope: 0.0,
-            friction: 0.8,
-        }
+        Self { height: 0.0, slope: 0.0, friction: 0.8 }
     }
 }
 
@@ -102,11 +98,9 @@ impl TerrainBox {
         let outside = Vector3::new(d.x.max(0.0), d.y.max(0.0), d.z.max(0.0));
         let out_norm = outside.norm();
         if out_norm > 0.0 {
-            let n_local = Vector3::new(
-                outside.x * local.x.signum(),
-                outside.y * local.y.signum(),
-                outside.z * local.z.signum(),
-            ) / out_norm;
+            let n_local =
+                Vector3::new(outside.x * local.x.signum(), outside.y * local.y.signum(), outside.z * local.z.signum())
+                    / out_norm;
             (out_norm, m.rot * n_local)
         } else {
             // Inside: the nearest face (largest, i.e. least negative, d).
@@ -127,13 +121,7 @@ impl TerrainBox {
 impl Terrain {
     /// Flat ground with the given friction.
     pub fn flat(friction: f64) -> Self {
-        Self {
-            ground: Ground {
-                friction,
-                ..Ground::default()
-            },
-            boxes: vec![],
-        }
+        Self { ground: Ground { friction, ..Ground::default() }, boxes: vec![] }
     }
 
     pub fn query(&self, p: &Vector3<f64>) -> TerrainQuery {
@@ -147,12 +135,7 @@ impl Terrain {
         for (i, b) in self.boxes.iter().enumerate() {
             let (d, n) = b.query(p);
             if d < best.distance {
-                best = TerrainQuery {
-                    distance: d,
-                    normal: n,
-                    friction: b.friction,
-                    primitive: i + 1,
-                };
+                best = TerrainQuery { distance: d, normal: n, friction: b.friction, primitive: i + 1 };
             }
         }
         best
@@ -162,11 +145,7 @@ impl Terrain {
 /// Tangent basis `(t1, t2)` completing `n` to a right-handed frame `[t1 t2 n]`. For normals near
 /// `e_z`, `t1` is close to the world x axis; the choice is smooth in `n` away from `n = -e_x`.
 pub fn tangent_basis(n: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
-    let helper = if n.x.abs() < 0.9 {
-        Vector3::x()
-    } else {
-        Vector3::y()
-    };
+    let helper = if n.x.abs() < 0.9 { Vector3::x() } else { Vector3::y() };
     let t1 = (helper - n * n.dot(&helper)).normalize();
     let t2 = n.cross(&t1);
     (t1, t2)
@@ -186,40 +165,21 @@ mod tests {
     fn box_distance_and_normals() {
         let t = Terrain {
             ground: Ground::default(),
-            boxes: vec![TerrainBox {
-                center: [1.0, 0.0, 0.1],
-                size: [0.4, 2.0, 0.2],
-                yaw: 0.0,
-                friction: 0.5,
-            }],
+            boxes: vec![TerrainBox { center: [1.0, 0.0, 0.1], size: [0.4, 2.0, 0.2], yaw: 0.0, friction: 0.5 }],
         };
         let q = t.query(&Vector3::new(1.0, 0.0, 0.25));
-        assert!(
-            (q.distance - 0.05).abs() < 1e-12
-                && (q.normal - Vector3::z()).norm() < 1e-12
-                && q.primitive == 1
-        );
+        assert!((q.distance - 0.05).abs() < 1e-12 && (q.normal - Vector3::z()).norm() < 1e-12 && q.primitive == 1);
         let q = t.query(&Vector3::new(1.0, 0.0, 0.19));
         assert!((q.distance + 0.01).abs() < 1e-12 && q.normal.z == 1.0);
         let q = t.query(&Vector3::new(0.0, 0.0, 0.05));
         assert!((q.distance - 0.05).abs() < 1e-12 && q.primitive == 0);
         let (t1, t2) = tangent_basis(&Vector3::new(0.3, -0.2, 0.9).normalize());
-        assert!(
-            t1.dot(&t2).abs() < 1e-12
-                && (t1.cross(&t2) - Vector3::new(0.3, -0.2, 0.9).normalize()).norm() < 1e-12
-        );
+        assert!(t1.dot(&t2).abs() < 1e-12 && (t1.cross(&t2) - Vector3::new(0.3, -0.2, 0.9).normalize()).norm() < 1e-12);
     }
 
     #[test]
     fn slope_descends_towards_plus_x() {
-        let g = Terrain {
-            ground: Ground {
-                height: 0.0,
-                slope: 0.2,
-                friction: 1.0,
-            },
-            boxes: vec![],
-        };
+        let g = Terrain { ground: Ground { height: 0.0, slope: 0.2, friction: 1.0 }, boxes: vec![] };
         let z_at = |x: f64| -(0.2f64).tan() * x;
         assert!(g.query(&Vector3::new(2.0, 0.0, z_at(2.0))).distance.abs() < 1e-12);
         assert!(z_at(1.0) < 0.0);

@@ -62,13 +62,7 @@ pub fn update_frame_placements(model: &Model, data: &mut Data) {
 /// LOCAL_WORLD_ALIGNED linear Jacobian (3 x nv) of the point `p_world` rigidly attached to
 /// `body`, written into `jac` (which must be 3 x nv; columns of non-ancestors are zeroed).
 /// Needs `forward_kinematics`.
-pub fn point_jacobian(
-    model: &Model,
-    o_m_i: &[Se3],
-    body: usize,
-    p_world: &Vector3<f64>,
-    jac: &mut DMatrix<f64>,
-) {
+pub fn point_jacobian(model: &Model, o_m_i: &[Se3], body: usize, p_world: &Vector3<f64>, jac: &mut DMatrix<f64>) {
     jac.fill(0.0);
     for &b in &model.supports[body] {
         let j = &model.joints[b];
@@ -110,20 +104,10 @@ pub fn center_of_mass(model: &Model, data: &Data) -> Vector3<f64> {
 
 /// Kinetic energy `1/2 sum v_i^T I_i v_i` (needs `forward_kinematics` with `v`).
 pub fn kinetic_energy(model: &Model, data: &Data) -> f64 {
-    model
-        .inertias
-        .iter()
-        .enumerate()
-        .map(|(i, inertia)| 0.5 * data.v[i].dot(&inertia.mul_motion(&data.v[i])))
-        .sum()
+    model.inertias.iter().enumerate().map(|(i, inertia)| 0.5 * data.v[i].dot(&inertia.mul_motion(&data.v[i]))).sum()
 }
 
 /// Total spatial momentum `[linear; angular about the world origin]` in world coordinates.
 pub fn spatial_momentum(model: &Model, data: &Data) -> Vector6<f64> {
-    model
-        .inertias
-        .iter()
-        .enumerate()
-        .map(|(i, inertia)| data.o_m_i[i].act_force(&inertia.mul_motion(&data.v[i])))
-        .sum()
+    model.inertias.iter().enumerate().map(|(i, inertia)| data.o_m_i[i].act_force(&inertia.mul_motion(&data.v[i]))).sum()
 }

@@ -12,7 +12,6 @@ pub mod rnea;
 pub use aba::aba;
 pub use crba::crba;
 pub use kinematics::{
-    center_of_mass, forward_kinematics, kinetic_energy, point_jacobian, spatial_momentum,
-    update_frame_placements,
+    center_of_mass, forward_kinematics, kinetic_energy, point_jacobian, spatial_momentum, update_frame_placements,
 };
 pub use rnea::{nle, rnea};

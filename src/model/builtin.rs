@@ -14,20 +14,12 @@ pub const HOPPER_URDF: &str = include_str!("../../assets/robots/hopper.urdf");
 
 /// The 12-DoF, ~12 kg quadruped (floating base).
 pub fn quadruped() -> Result<Loaded, UrdfError> {
-    load_str(
-        QUADRUPED_URDF,
-        Path::new("assets/robots/quadruped.urdf"),
-        RootJoint::FreeFlyer,
-    )
+    load_str(QUADRUPED_URDF, Path::new("assets/robots/quadruped.urdf"), RootJoint::FreeFlyer)
 }
 
 /// The planar one-leg hopper (its x, z and pitch slides are passive joints to the world).
 pub fn hopper() -> Result<Loaded, UrdfError> {
-    load_str(
-        HOPPER_URDF,
-        Path::new("assets/robots/hopper.urdf"),
-        RootJoint::Fixed,
-    )
+    load_str(HOPPER_URDF, Path::new("assets/robots/hopper.urdf"), RootJoint::Fixed)
 }
 
 /// A free rigid box of uniform density with contact points at its eight corners.
@@ -43,20 +35,12 @@ pub fn rigid_box(size: [f64; 3], mass: f64) -> Result<Model, ModelError> {
         Inertia::solid_box(mass, size),
     )?;
     let half = Vector3::from(size) * 0.5;
-    for (i, name) in ["mmm", "mmp", "mpm", "mpp", "pmm", "pmp", "ppm", "ppp"]
-        .iter()
-        .enumerate()
-    {
+    for (i, name) in ["mmm", "mmp", "mpm", "mpp", "pmm", "pmp", "ppm", "ppp"].iter().enumerate() {
         let s = |bit: usize| if i >> (2 - bit) & 1 == 1 { 1.0 } else { -1.0 };
         let p = Vector3::new(s(0) * half.x, s(1) * half.y, s(2) * half.z);
         b.add_frame(format!("corner_{name}"), body, Se3::from_translation(p))?;
         b.add_contact_point(format!("corner_{name}"), body, p, 0.0)?;
     }
-    b.add_geometry(
-        body,
-        Se3::identity(),
-        Shape::Box { size },
-        [0.85, 0.55, 0.2, 1.0],
-    );
+    b.add_geometry(body, Se3::identity(), Shape::Box { size }, [0.85, 0.55, 0.2, 1.0]);
     b.build()
 }

@@ -14,19 +14,13 @@ use nalgebra::{DVector, Quaternion, UnitQuaternion, Vector3, Vector6};
 #[inline]
 pub fn free_flyer_placement(q: &[f64]) -> Se3 {
     let quat = UnitQuaternion::from_quaternion(Quaternion::new(q[6], q[3], q[4], q[5]));
-    Se3::new(
-        *quat.to_rotation_matrix().matrix(),
-        Vector3::new(q[0], q[1], q[2]),
-    )
+    Se3::new(*quat.to_rotation_matrix().matrix(), Vector3::new(q[0], q[1], q[2]))
 }
 
 fn write_free_flyer(m: &Se3, quat_hint: &[f64], out: &mut [f64]) {
     let mut quat = UnitQuaternion::from_matrix(&m.rot).into_inner();
     // Keep the sign of the stored quaternion continuous along a trajectory.
-    let dot = quat.i * quat_hint[0]
-        + quat.j * quat_hint[1]
-        + quat.k * quat_hint[2]
-        + quat.w * quat_hint[3];
+    let dot = quat.i * quat_hint[0] + quat.j * quat_hint[1] + quat.k * quat_hint[2] + quat.w * quat_hint[3];
     if dot < 0.0 {
         quat = -quat;
     }
@@ -63,12 +57,7 @@ pub fn integrate(model: &Model, q: &[f64], dq: &[f64], out: &mut [f64]) {
                 let w = Vector3::new(nu[3], nu[4], nu[5]);
                 let e = exp6(&nu);
                 let p = m.act_point(&e.trans);
-                let q0 = UnitQuaternion::from_quaternion(Quaternion::new(
-                    q[iq + 6],
-                    q[iq + 3],
-                    q[iq + 4],
-                    q[iq + 5],
-                ));
+                let q0 = UnitQuaternion::from_quaternion(Quaternion::new(q[iq + 6], q[iq + 3], q[iq + 4], q[iq + 5]));
                 let q1 = (q0 * UnitQuaternion::from_scaled_axis(w)).into_inner();
                 let q1 = q1 / q1.norm();
                 out[iq..iq + 3].copy_from_slice(p.as_slice());

@@ -75,12 +75,7 @@ pub struct JointLimits {
 
 impl Default for JointLimits {
     fn default() -> Self {
-        Self {
-            lower: f64::NEG_INFINITY,
-            upper: f64::INFINITY,
-            effort: f64::INFINITY,
-            velocity: f64::INFINITY,
-        }
+        Self { lower: f64::NEG_INFINITY, upper: f64::INFINITY, effort: f64::INFINITY, velocity: f64::INFINITY }
     }
 }
 
@@ -180,11 +175,7 @@ pub enum ModelError {
     #[error("duplicate name `{0}`")]
     DuplicateName(String),
     #[error("body `{body}`: {field} must be {expected}")]
-    BadInertia {
-        body: String,
-        field: &'static str,
-        expected: &'static str,
-    },
+    BadInertia { body: String, field: &'static str, expected: &'static str },
     #[error("model has no bodies")]
     Empty,
     #[error("unknown body `{0}`")]
@@ -197,10 +188,7 @@ impl Model {
     }
 
     pub fn has_free_flyer(&self) -> bool {
-        matches!(
-            self.joints.first().map(|j| j.kind),
-            Some(JointKind::FreeFlyer)
-        )
+        matches!(self.joints.first().map(|j| j.kind), Some(JointKind::FreeFlyer))
     }
 
     pub fn total_mass(&self) -> f64 {
@@ -224,8 +212,7 @@ impl Model {
         if let Some(b) = self.body_index(name) {
             return Some((b, Se3::identity()));
         }
-        self.frame_index(name)
-            .map(|f| (self.frames[f].body, self.frames[f].placement))
+        self.frame_index(name).map(|f| (self.frames[f].body, self.frames[f].placement))
     }
 }
 
@@ -280,20 +267,14 @@ impl ModelBuilder {
             }
         }
         let kind = match kind {
-            JointKind::FreeFlyer if parent.is_some() => {
-                return Err(ModelError::FreeFlyerNotRoot { joint })
-            }
+            JointKind::FreeFlyer if parent.is_some() => return Err(ModelError::FreeFlyerNotRoot { joint }),
             JointKind::Revolute { axis } | JointKind::Prismatic { axis }
                 if !(axis.iter().all(|x| x.is_finite()) && axis.norm() > 1e-12) =>
             {
                 return Err(ModelError::BadAxis { joint });
             }
-            JointKind::Revolute { axis } => JointKind::Revolute {
-                axis: axis.normalize(),
-            },
-            JointKind::Prismatic { axis } => JointKind::Prismatic {
-                axis: axis.normalize(),
-            },
+            JointKind::Revolute { axis } => JointKind::Revolute { axis: axis.normalize() },
+            JointKind::Prismatic { axis } => JointKind::Prismatic { axis: axis.normalize() },
             k => k,
         };
         if self.model.joints.iter().any(|j| j.name == joint) {
@@ -301,34 +282,17 @@ impl ModelBuilder {
         }
         check_inertia(&body, &inertia)?;
         let m = &mut self.model;
-        m.joints.push(Joint {
-            name: joint,
-            kind,
-            parent,
-            placement,
-            idx_q: m.nq,
-            idx_v: m.nv,
-            limits,
-        });
+        m.joints.push(Joint { name: joint, kind, parent, placement, idx_q: m.nq, idx_v: m.nv, limits });
         m.nq += kind.nq();
         m.nv += kind.nv();
         m.inertias.push(inertia);
-        m.frames.push(Frame {
-            name: body.clone(),
-            body: m.body_names.len(),
-            placement: Se3::identity(),
-        });
+        m.frames.push(Frame { name: body.clone(), body: m.body_names.len(), placement: Se3::identity() });
         m.body_names.push(body);
         self.passive.push(limits.effort == 0.0);
         Ok(m.joints.len() - 1)
     }
 
-    pub fn add_frame(
-        &mut self,
-        name: impl Into<String>,
-        body: usize,
-        placement: Se3,
-    ) -> Result<usize, ModelError> {
+    pub fn add_frame(&mut self, name: impl Into<String>, body: usize, placement: Se3) -> Result<usize, ModelError> {
         let name = name.into();
         if body >= self.model.joints.len() {
             return Err(ModelError::UnknownBody(name));
@@ -336,11 +300,7 @@ impl ModelBuilder {
         if self.model.frames.iter().any(|f| f.name == name) {
             return Err(ModelError::DuplicateName(name));
         }
-        self.model.frames.push(Frame {
-            name,
-            body,
-            placement,
-        });
+        self.model.frames.push(Frame { name, body, placement });
         Ok(self.model.frames.len() - 1)
     }
 
@@ -355,22 +315,12 @@ impl ModelBuilder {
         if body >= self.model.joints.len() {
             return Err(ModelError::UnknownBody(name));
         }
-        self.model.contact_points.push(ContactPoint {
-            name,
-            body,
-            position,
-            radius,
-        });
+        self.model.contact_points.push(ContactPoint { name, body, position, radius });
         Ok(())
     }
 
     pub fn add_geometry(&mut self, body: usize, placement: Se3, shape: Shape, rgba: [f32; 4]) {
-        self.model.geometries.push(Geometry {
-            body,
-            placement,
-            shape,
-            rgba,
-        });
+        self.model.geometries.push(Geometry { body, placement, shape, rgba });
     }
 
     /// Adds mass to an existing body (used when merging fixed links).
@@ -416,13 +366,7 @@ impl ModelBuilder {
 }
 
 fn check_inertia(body: &str, i: &Inertia) -> Result<(), ModelError> {
-    let bad = |field, expected| {
-        Err(ModelError::BadInertia {
-            body: body.to_string(),
-            field,
-            expected,
-        })
-    };
+    let bad = |field, expected| Err(ModelError::BadInertia { body: body.to_string(), field, expected });
     if !(i.mass.is_finite() && i.mass >= 0.0) {
         return bad("mass", "finite and >= 0");
     }

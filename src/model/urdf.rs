@@ -42,12 +42,7 @@ pub enum UrdfError {
     #[error("{file}: malformed URDF: {message}")]
     Parse { file: PathBuf, message: String },
     #[error("{file}: {element}: field `{field}`: {message}")]
-    Invalid {
-        file: PathBuf,
-        element: String,
-        field: &'static str,
-        message: String,
-    },
+    Invalid { file: PathBuf, element: String, field: &'static str, message: String },
 }
 
 /// How the URDF root link is attached to the world.
@@ -69,20 +64,16 @@ pub struct Loaded {
 
 /// Loads a URDF file.
 pub fn load(path: &Path, root: RootJoint) -> Result<Loaded, UrdfError> {
-    let text = std::fs::read_to_string(path).map_err(|e| UrdfError::Io {
-        file: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UrdfError::Io { file: path.to_path_buf(), message: e.to_string() })?;
     load_str(&text, path, root)
 }
 
 /// Loads URDF text; `path` is used in messages.
 pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, UrdfError> {
     let file = path.to_path_buf();
-    let robot = urdf_rs::read_from_string(text).map_err(|e| UrdfError::Parse {
-        file: file.clone(),
-        message: e.to_string(),
-    })?;
+    let robot =
+        urdf_rs::read_from_string(text).map_err(|e| UrdfError::Parse { file: file.clone(), message: e.to_string() })?;
     let invalid = |element: String, field: &'static str, message: String| UrdfError::Invalid {
         file: file.clone(),
         element,
@@ -90,13 +81,9 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
         message,
     };
 
-    let links: HashMap<&str, &urdf_rs::Link> =
-        robot.links.iter().map(|l| (l.name.as_str(), l)).collect();
+    let links: HashMap<&str, &urdf_rs::Link> = robot.links.iter().map(|l| (l.name.as_str(), l)).collect();
     if links.len() != robot.links.len() {
-        let dup = robot
-            .links
-            .iter()
-            .find(|l| robot.links.iter().filter(|m| m.name == l.name).count() > 1);
+        let dup = robot.links.iter().find(|l| robot.links.iter().filter(|m| m.name == l.name).count() > 1);
         return Err(invalid(
             format!("link `{}`", dup.map(|l| l.name.as_str()).unwrap_or("?")),
             "name",
@@ -108,72 +95,42 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
     for j in &robot.joints {
         let element = format!("joint `{}`", j.name);
         if !links.contains_key(j.parent.link.as_str()) {
-            return Err(invalid(
-                element,
-                "parent",
-                format!("link `{}` does not exist", j.parent.link),
-            ));
+            return Err(invalid(element, "parent", format!("link `{}` does not exist", j.parent.link)));
         }
         if !links.contains_key(j.child.link.as_str()) {
-            return Err(invalid(
-                element,
-                "child",
-                format!("link `{}` does not exist", j.child.link),
-            ));
+            return Err(invalid(element, "child", format!("link `{}` does not exist", j.child.link)));
         }
         if let Some(other) = has_parent.insert(j.child.link.as_str(), j.name.as_str()) {
             return Err(invalid(
                 element,
                 "child",
-                format!(
-                    "link `{}` is already the child of joint `{other}`",
-                    j.child.link
-                ),
+                format!("link `{}` is already the child of joint `{other}`", j.child.link),
             ));
         }
-        check_finite(&j.origin.xyz.0, &j.origin.rpy.0).map_err(|_| {
-            invalid(
-                format!("joint `{}`", j.name),
-                "origin",
-                "must be finite".into(),
-            )
-        })?;
+        check_finite(&j.origin.xyz.0, &j.origin.rpy.0)
+            .map_err(|_| invalid(format!("joint `{}`", j.name), "origin", "must be finite".into()))?;
         children.entry(j.parent.link.as_str()).or_default().push(j);
     }
     for list in children.values_mut() {
         list.sort_by(|a, b| a.name.cmp(&b.name));
     }
-    let roots: Vec<&str> = robot
-        .links
-        .iter()
-        .map(|l| l.name.as_str())
-        .filter(|n| !has_parent.contains_key(n))
-        .collect();
+    let roots: Vec<&str> =
+        robot.links.iter().map(|l| l.name.as_str()).filter(|n| !has_parent.contains_key(n)).collect();
     let root_link = match roots.as_slice() {
         [r] => *r,
-        [] => {
-            return Err(invalid(
-                format!("robot `{}`", robot.name),
-                "joint",
-                "the joints form a cycle".into(),
-            ))
-        }
+        [] => return Err(invalid(format!("robot `{}`", robot.name), "joint", "the joints form a cycle".into())),
         many => {
             return Err(invalid(
                 format!("robot `{}`", robot.name),
                 "link",
-                format!(
-                    "several root links ({}); exactly one link may have no parent joint",
-                    many.join(", ")
-                ),
+                format!("several root links ({}); exactly one link may have no parent joint", many.join(", ")),
             ))
         }
     };
 
     let mut warnings = Vec::new();
     let mut builder = ModelBuilder::new(robot.name.clone());
-    let model_err =
-        |e: ModelError| invalid(format!("robot `{}`", robot.name), "model", e.to_string());
+    let model_err = |e: ModelError| invalid(format!("robot `{}`", robot.name), "model", e.to_string());
 
     // The root link: (body it is rigidly attached to (None = world), bodyMlink).
     let root_body = match root {
@@ -194,8 +151,7 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
         }
         RootJoint::Fixed => None,
     };
-    let mut link_geoms: Vec<(&str, Option<usize>, Se3)> =
-        vec![(root_link, root_body, Se3::identity())];
+    let mut link_geoms: Vec<(&str, Option<usize>, Se3)> = vec![(root_link, root_body, Se3::identity())];
     // Pending joints with the body their parent link is attached to and that link's
     // placement in it. Depth-first with siblings in name order, as Pinocchio numbers bodies:
     // push in reverse so the first name pops first, and finish a subtree before its siblings.
@@ -217,12 +173,10 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
             let kind = match &j.joint_type {
                 urdf_rs::JointType::Fixed => {
                     let child_inertia = link_inertia(links[child], &mut warnings);
-                    match body {
-                        Some(b) => {
-                            builder.lump_inertia(b, &child_inertia.transformed(&placement));
-                            builder.add_frame(child, b, placement).map_err(model_err)?;
-                        }
-                        None => {}
+                    // Links welded to the world (fixed root) carry no dynamics and no frame.
+                    if let Some(b) = body {
+                        builder.lump_inertia(b, &child_inertia.transformed(&placement));
+                        builder.add_frame(child, b, placement).map_err(model_err)?;
                     }
                     link_geoms.push((child, body, placement));
                     push_children(&children, &mut stack, child, body, placement);
@@ -232,40 +186,20 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
                 urdf_rs::JointType::Continuous => JointKind::Revolute { axis },
                 urdf_rs::JointType::Prismatic => JointKind::Prismatic { axis },
                 other => {
-                    return Err(invalid(
-                        element,
-                        "type",
-                        format!("{other:?} joints are not supported"),
-                    ));
+                    return Err(invalid(element, "type", format!("{other:?} joints are not supported")));
                 }
             };
             if !(axis.iter().all(|x| x.is_finite()) && axis.norm() > 1e-12) {
-                return Err(invalid(
-                    element,
-                    "axis",
-                    "must be a finite non-zero vector".into(),
-                ));
+                return Err(invalid(element, "axis", "must be a finite non-zero vector".into()));
             }
             let limits = if j.joint_type == urdf_rs::JointType::Continuous {
-                JointLimits {
-                    lower: f64::NEG_INFINITY,
-                    upper: f64::INFINITY,
-                    ..limits
-                }
+                JointLimits { lower: f64::NEG_INFINITY, upper: f64::INFINITY, ..limits }
             } else {
                 limits
             };
             let inertia = link_inertia(links[child], &mut warnings);
             let b = builder
-                .add_body(
-                    j.name.clone(),
-                    kind,
-                    body,
-                    placement,
-                    limits,
-                    child,
-                    inertia,
-                )
+                .add_body(j.name.clone(), kind, body, placement, limits, child, inertia)
                 .map_err(|e| invalid(element.clone(), "name", e.to_string()))?;
             link_geoms.push((child, Some(b), Se3::identity()));
             push_children(&children, &mut stack, child, Some(b), Se3::identity());
@@ -276,8 +210,7 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
         let Some(b) = *body else { continue };
         let l = links[link];
         for vis in &l.visual {
-            let placement =
-                b_m_link.compose(&Se3::from_xyz_rpy(vis.origin.xyz.0, vis.origin.rpy.0));
+            let placement = b_m_link.compose(&Se3::from_xyz_rpy(vis.origin.xyz.0, vis.origin.rpy.0));
             let rgba = vis
                 .material
                 .as_ref()
@@ -287,8 +220,7 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
             let shape = match vis.geometry {
                 urdf_rs::Geometry::Box { size } => Shape::Box { size: size.0 },
                 urdf_rs::Geometry::Sphere { radius } => Shape::Sphere { radius },
-                urdf_rs::Geometry::Cylinder { radius, length }
-                | urdf_rs::Geometry::Capsule { radius, length } => {
+                urdf_rs::Geometry::Cylinder { radius, length } | urdf_rs::Geometry::Capsule { radius, length } => {
                     Shape::Cylinder { radius, length }
                 }
                 urdf_rs::Geometry::Mesh { .. } => continue,
@@ -304,9 +236,7 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
                     _ => None,
                 })
                 .unwrap_or(0.0);
-            builder
-                .add_contact_point(*link, b, b_m_link.trans, radius)
-                .map_err(model_err)?;
+            builder.add_contact_point(*link, b, b_m_link.trans, radius).map_err(model_err)?;
         }
     }
 
@@ -325,13 +255,7 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
     }
     let warnings: Vec<String> = warnings
         .into_iter()
-        .map(|w| {
-            if w.starts_with(&*file.to_string_lossy()) {
-                w
-            } else {
-                format!("{}: {w}", file.display())
-            }
-        })
+        .map(|w| if w.starts_with(&*file.to_string_lossy()) { w } else { format!("{}: {w}", file.display()) })
         .collect();
     Ok(Loaded { model, warnings })
 }
@@ -364,16 +288,11 @@ fn check_finite(a: &[f64; 3], b: &[f64; 3]) -> Result<(), ()> {
 fn link_inertia(link: &urdf_rs::Link, warnings: &mut Vec<String>) -> Inertia {
     let i = &link.inertial;
     let t = &i.inertia;
-    let ic = Matrix3::new(
-        t.ixx, t.ixy, t.ixz, t.ixy, t.iyy, t.iyz, t.ixz, t.iyz, t.izz,
-    );
+    let ic = Matrix3::new(t.ixx, t.ixy, t.ixz, t.ixy, t.iyy, t.iyz, t.ixz, t.iyz, t.izz);
     let origin = Se3::from_xyz_rpy(i.origin.xyz.0, i.origin.rpy.0);
     let mass = i.mass.value;
     if !mass.is_finite() || mass < 0.0 || !ic.iter().all(|x| x.is_finite()) {
-        warnings.push(format!(
-            "link `{}`: inertial: mass or inertia is negative or not finite; ignored",
-            link.name
-        ));
+        warnings.push(format!("link `{}`: inertial: mass or inertia is negative or not finite; ignored", link.name));
         return Inertia::zero();
     }
     if mass > 0.0 && !is_physical(&ic) {
@@ -388,16 +307,13 @@ fn link_inertia(link: &urdf_rs::Link, warnings: &mut Vec<String>) -> Inertia {
 fn is_physical(ic: &Matrix3<f64>) -> bool {
     let e = SymmetricEigen::new(*ic).eigenvalues;
     let tol = 1e-12 * e.amax().max(1e-300);
-    e.iter().all(|&x| x >= -tol)
-        && e[0] + e[1] >= e[2] - tol
-        && e[1] + e[2] >= e[0] - tol
-        && e[0] + e[2] >= e[1] - tol
+    e.iter().all(|&x| x >= -tol) && e[0] + e[1] >= e[2] - tol && e[1] + e[2] >= e[0] - tol && e[0] + e[2] >= e[1] - tol
 }
 
 /// A positive-definite replacement if `inertia` is not (see the module docs), else `None`.
 fn regularize(inertia: &Inertia) -> Option<Inertia> {
     let eig = SymmetricEigen::new(inertia.inertia);
-    let bad_rot = eig.eigenvalues.iter().any(|&x| !(x >= MIN_INERTIA));
+    let bad_rot = eig.eigenvalues.iter().any(|&x| x.is_nan() || x < MIN_INERTIA);
     if inertia.mass >= MIN_MASS && !bad_rot {
         return None;
     }

@@ -5,18 +5,12 @@
 use serde::de::Error;
 use serde::{Deserialize, Deserializer};
 
-fn check<'de, D: Deserializer<'de>>(
-    d: D,
-    ok: fn(f64) -> bool,
-    range: &str,
-) -> Result<f64, D::Error> {
+fn check<'de, D: Deserializer<'de>>(d: D, ok: fn(f64) -> bool, range: &str) -> Result<f64, D::Error> {
     let x = f64::deserialize(d)?;
     if ok(x) {
         Ok(x)
     } else {
-        Err(D::Error::custom(format!(
-            "{x} is out of range: allowed {range}"
-        )))
+        Err(D::Error::custom(format!("{x} is out of range: allowed {range}")))
     }
 }
 
@@ -44,18 +38,12 @@ pub fn slope<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     check(d, |x| x.is_finite() && x.abs() < 1.5, "(-1.5, 1.5) rad")
 }
 
-fn check3<'de, D: Deserializer<'de>>(
-    d: D,
-    ok: fn(f64) -> bool,
-    range: &str,
-) -> Result<[f64; 3], D::Error> {
+fn check3<'de, D: Deserializer<'de>>(d: D, ok: fn(f64) -> bool, range: &str) -> Result<[f64; 3], D::Error> {
     let x = <[f64; 3]>::deserialize(d)?;
     if x.iter().all(|&v| ok(v)) {
         Ok(x)
     } else {
-        Err(D::Error::custom(format!(
-            "{x:?} is out of range: each entry must be {range}"
-        )))
+        Err(D::Error::custom(format!("{x:?} is out of range: each entry must be {range}")))
     }
 }
 
@@ -67,14 +55,10 @@ pub fn positive3<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 3], D::Error> 
     check3(d, |x| x.is_finite() && x > 0.0, "in (0, inf)")
 }
 
-pub fn finite_map<'de, D: Deserializer<'de>>(
-    d: D,
-) -> Result<std::collections::BTreeMap<String, f64>, D::Error> {
+pub fn finite_map<'de, D: Deserializer<'de>>(d: D) -> Result<std::collections::BTreeMap<String, f64>, D::Error> {
     let m = std::collections::BTreeMap::<String, f64>::deserialize(d)?;
     if let Some((k, v)) = m.iter().find(|(_, v)| !v.is_finite()) {
-        return Err(D::Error::custom(format!(
-            "`{k}`: {v} is out of range: allowed finite numbers"
-        )));
+        return Err(D::Error::custom(format!("`{k}`: {v} is out of range: allowed finite numbers")));
     }
     Ok(m)
 }
@@ -82,9 +66,9 @@ pub fn finite_map<'de, D: Deserializer<'de>>(
 pub fn positive_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     let x = Option::<f64>::deserialize(d)?;
     match x {
-        Some(v) if !(v.is_finite() && v > 0.0) => Err(D::Error::custom(format!(
-            "{v} is out of range: allowed (0, inf)"
-        ))),
+        Some(v) if !(v.is_finite() && v > 0.0) => {
+            Err(D::Error::custom(format!("{v} is out of range: allowed (0, inf)")))
+        }
         _ => Ok(x),
     }
 }

@@ -170,13 +170,7 @@ pub enum SceneError {
     #[error("{file}: cannot read: {message}")]
     Io { file: PathBuf, message: String },
     #[error("{file}:{line}:{column}: {field}: {message}")]
-    Invalid {
-        file: PathBuf,
-        line: usize,
-        column: usize,
-        field: String,
-        message: String,
-    },
+    Invalid { file: PathBuf, line: usize, column: usize, field: String, message: String },
     #[error(transparent)]
     Urdf(#[from] urdf::UrdfError),
 }
@@ -212,10 +206,8 @@ fn locate(text: &str, needle: &str) -> (usize, usize) {
 
 impl Scene {
     pub fn load(path: &Path) -> Result<Scene, SceneError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SceneError::Io {
-            file: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SceneError::Io { file: path.to_path_buf(), message: e.to_string() })?;
         Self::from_str(&text, path)
     }
 
@@ -226,18 +218,12 @@ impl Scene {
             file: file.clone(),
             line: e.span.start.line,
             column: e.span.start.col,
-            field: if field.is_empty() || field == "." {
-                "scene".into()
-            } else {
-                field
-            },
+            field: if field.is_empty() || field == "." { "scene".into() } else { field },
             message: e.code.to_string(),
         };
         // `implicit_some` lets optional fields be written as plain values (`duration: 3.0`).
-        let options = ron::Options::default()
-            .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
-        let mut de = ron::Deserializer::from_str_with_options(text, &options)
-            .map_err(|e| spanned(e, String::new()))?;
+        let options = ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
+        let mut de = ron::Deserializer::from_str_with_options(text, &options).map_err(|e| spanned(e, String::new()))?;
         let parsed: Result<SceneFile, _> = serde_path_to_error::deserialize(&mut de);
         let sf = match parsed {
             Ok(sf) => sf,
@@ -247,8 +233,7 @@ impl Scene {
                 return Err(spanned(err, field));
             }
         };
-        de.end()
-            .map_err(|e| spanned(de.span_error(e), "scene".into()))?;
+        de.end().map_err(|e| spanned(de.span_error(e), "scene".into()))?;
         Self::from_file(sf, text, path)
     }
 
@@ -256,17 +241,9 @@ impl Scene {
     pub fn from_file(sf: SceneFile, text: &str, path: &Path) -> Result<Scene, SceneError> {
         let invalid = |needle: &str, field: String, message: String| {
             let (line, column) = locate(text, needle);
-            SceneError::Invalid {
-                file: path.to_path_buf(),
-                line,
-                column,
-                field,
-                message,
-            }
+            SceneError::Invalid { file: path.to_path_buf(), line, column, field, message }
         };
-        sf.solver
-            .validate()
-            .map_err(|e| invalid("solver", "solver".into(), e.to_string()))?;
+        sf.solver.validate().map_err(|e| invalid("solver", "solver".into(), e.to_string()))?;
         let (mut model, warnings) = match &sf.robot {
             RobotSpec::Builtin(BuiltinRobot::Quadruped) => {
                 let l = builtin::quadruped()?;
@@ -277,21 +254,14 @@ impl Scene {
                 (l.model, l.warnings)
             }
             RobotSpec::Builtin(BuiltinRobot::Cube) => (
-                builtin::rigid_box([0.2; 3], 1.0)
-                    .map_err(|e| invalid("robot", "robot".into(), e.to_string()))?,
+                builtin::rigid_box([0.2; 3], 1.0).map_err(|e| invalid("robot", "robot".into(), e.to_string()))?,
                 vec![],
             ),
-            RobotSpec::Box { size, mass } => (
-                builtin::rigid_box(*size, *mass)
-                    .map_err(|e| invalid("robot", "robot".into(), e.to_string()))?,
-                vec![],
-            ),
+            RobotSpec::Box { size, mass } => {
+                (builtin::rigid_box(*size, *mass).map_err(|e| invalid("robot", "robot".into(), e.to_string()))?, vec![])
+            }
             RobotSpec::Urdf { path: p, floating } => {
-                let full = if p.is_absolute() {
-                    p.clone()
-                } else {
-                    path.parent().unwrap_or(Path::new(".")).join(p)
-                };
+                let full = if p.is_absolute() { p.clone() } else { path.parent().unwrap_or(Path::new(".")).join(p) };
                 if !full.exists() {
                     return Err(invalid(
                         &p.to_string_lossy(),
@@ -299,29 +269,18 @@ impl Scene {
                         format!("URDF file {} does not exist", full.display()),
                     ));
                 }
-                let l = urdf::load(
-                    &full,
-                    if *floating {
-                        RootJoint::FreeFlyer
-                    } else {
-                        RootJoint::Fixed
-                    },
-                )?;
+                let l = urdf::load(&full, if *floating { RootJoint::FreeFlyer } else { RootJoint::Fixed })?;
                 (l.model, l.warnings)
             }
         };
         model.gravity = Vector3::from(sf.gravity);
 
-        let settings = StepSettings {
-            dt: sf.dt,
-            solver: sf.solver,
-        };
+        let settings = StepSettings { dt: sf.dt, solver: sf.solver };
         let init = &sf.initial;
         let mut q0 = neutral(&model);
         let mut v0 = DVector::zeros(model.nv);
         if model.has_free_flyer() {
-            let r =
-                Rotation3::from_euler_angles(init.base_rpy[0], init.base_rpy[1], init.base_rpy[2]);
+            let r = Rotation3::from_euler_angles(init.base_rpy[0], init.base_rpy[1], init.base_rpy[2]);
             let m = Se3::new(*r.matrix(), Vector3::from(init.base_position));
             set_free_flyer(q0.as_mut_slice(), &m);
             let rt = r.matrix().transpose();
@@ -330,64 +289,34 @@ impl Scene {
             v0.rows_mut(0, 3).copy_from(&vl);
             v0.rows_mut(3, 3).copy_from(&wb);
         }
-        let apply =
-            |map: &BTreeMap<String, f64>, field: &str, out: &mut DVector<f64>, use_q: bool| {
-                for (key, &val) in map {
-                    let matches: Vec<usize> = match key.strip_prefix('*') {
-                        Some(suffix) => (0..model.joints.len())
-                            .filter(|&j| model.joints[j].name.ends_with(suffix))
-                            .collect(),
-                        None => model.joint_index(key).into_iter().collect(),
-                    };
-                    let one_dof: Vec<usize> = matches
-                        .into_iter()
-                        .filter(|&j| model.joints[j].nv() == 1)
-                        .collect();
-                    if one_dof.is_empty() {
-                        let names: Vec<&str> = model
-                            .joints
-                            .iter()
-                            .filter(|j| j.nv() == 1)
-                            .map(|j| j.name.as_str())
-                            .collect();
-                        return Err(invalid(
-                            &format!("\"{key}\""),
-                            format!("{field}[\"{key}\"]"),
-                            format!("no joint matches; joints are: {}", names.join(", ")),
-                        ));
+        // Patterns first, then exact names, so that exact names win.
+        let apply = |map: &BTreeMap<String, f64>, field: &str, out: &mut DVector<f64>, use_q: bool| {
+            let patterns = map.iter().filter(|(k, _)| k.starts_with('*'));
+            for (key, &val) in patterns.chain(map.iter().filter(|(k, _)| !k.starts_with('*'))) {
+                let matches: Vec<usize> = match key.strip_prefix('*') {
+                    Some(suffix) => {
+                        (0..model.joints.len()).filter(|&j| model.joints[j].name.ends_with(suffix)).collect()
                     }
-                    // Exact names take precedence over patterns: patterns are applied first below.
-                    for j in one_dof {
-                        let idx = if use_q {
-                            model.joints[j].idx_q
-                        } else {
-                            model.joints[j].idx_v
-                        };
-                        if key.starts_with('*') || !use_q || true {
-                            out[idx] = val;
-                        }
-                    }
+                    None => model.joint_index(key).into_iter().collect(),
+                };
+                let one_dof: Vec<usize> = matches.into_iter().filter(|&j| model.joints[j].nv() == 1).collect();
+                if one_dof.is_empty() {
+                    let names: Vec<&str> =
+                        model.joints.iter().filter(|j| j.nv() == 1).map(|j| j.name.as_str()).collect();
+                    return Err(invalid(
+                        &format!("\"{key}\""),
+                        format!("{field}[\"{key}\"]"),
+                        format!("no joint matches; joints are: {}", names.join(", ")),
+                    ));
                 }
-                Ok(())
-            };
-        let ordered =
-            |map: &BTreeMap<String, f64>| -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
-                map.iter()
-                    .map(|(k, v)| (k.clone(), *v))
-                    .partition(|(k, _)| k.starts_with('*'))
-            };
-        for part in {
-            let (p, e) = ordered(&init.joints);
-            [p, e]
-        } {
-            apply(&part, "initial.joints", &mut q0, true)?;
-        }
-        for part in {
-            let (p, e) = ordered(&init.joint_velocities);
-            [p, e]
-        } {
-            apply(&part, "initial.joint_velocities", &mut v0, false)?;
-        }
+                for j in one_dof {
+                    out[if use_q { model.joints[j].idx_q } else { model.joints[j].idx_v }] = val;
+                }
+            }
+            Ok(())
+        };
+        apply(&init.joints, "initial.joints", &mut q0, true)?;
+        apply(&init.joint_velocities, "initial.joint_velocities", &mut v0, false)?;
         for j in &model.joints {
             if j.nq() == 1 {
                 let x = q0[j.idx_q];
@@ -395,10 +324,7 @@ impl Scene {
                     return Err(invalid(
                         &j.name,
                         format!("initial.joints[\"{}\"]", j.name),
-                        format!(
-                            "{x} is outside the joint limits [{}, {}]",
-                            j.limits.lower, j.limits.upper
-                        ),
+                        format!("{x} is outside the joint limits [{}, {}]", j.limits.lower, j.limits.upper),
                     ));
                 }
             }
@@ -408,25 +334,12 @@ impl Scene {
             ControllerSpec::None => Controller::None,
             ControllerSpec::JointPd { kp, kd, posture } => {
                 let mut target = q0.clone();
-                for part in {
-                    let (p, e) = ordered(posture);
-                    [p, e]
-                } {
-                    apply(&part, "controller.posture", &mut target, true)?;
-                }
+                apply(posture, "controller.posture", &mut target, true)?;
                 let posture = model.actuated_dofs.iter().map(|&dof| {
-                    let j = model
-                        .joints
-                        .iter()
-                        .find(|j| j.idx_v == dof)
-                        .expect("actuated dof belongs to a joint");
+                    let j = model.joints.iter().find(|j| j.idx_v == dof).expect("actuated dof belongs to a joint");
                     target[j.idx_q]
                 });
-                Controller::JointPd {
-                    kp: *kp,
-                    kd: *kd,
-                    posture: posture.collect(),
-                }
+                Controller::JointPd { kp: *kp, kd: *kd, posture: posture.collect() }
             }
         };
 
@@ -436,11 +349,7 @@ impl Scene {
                 return Err(invalid(
                     &format!("\"{}\"", p.body),
                     format!("pulls[{i}].body"),
-                    format!(
-                        "no link or frame named `{}`; links are: {}",
-                        p.body,
-                        model.body_names.join(", ")
-                    ),
+                    format!("no link or frame named `{}`; links are: {}", p.body, model.body_names.join(", ")),
                 ));
             };
             pulls.push(Pull {
@@ -467,13 +376,8 @@ impl Scene {
 
     /// A simulation at the scene's initial state.
     pub fn simulation(&self) -> Simulation {
-        let mut sim = Simulation::new(
-            self.model.clone(),
-            self.terrain.clone(),
-            self.settings,
-            self.q0.clone(),
-            self.v0.clone(),
-        );
+        let mut sim =
+            Simulation::new(self.model.clone(), self.terrain.clone(), self.settings, self.q0.clone(), self.v0.clone());
         sim.controller = self.controller.clone();
         sim.pulls = self.pulls.clone();
         sim

@@ -27,12 +27,7 @@ impl Pull {
 
     /// Adds this pull's generalized force to `tau_ext`. Needs `forward_kinematics`; uses
     /// `data.jac3` as scratch.
-    pub fn add_generalized_force(
-        &self,
-        model: &Model,
-        data: &mut Data,
-        tau_ext: &mut DVector<f64>,
-    ) {
+    pub fn add_generalized_force(&self, model: &Model, data: &mut Data, tau_ext: &mut DVector<f64>) {
         let p = data.o_m_i[self.body].act_point(&self.point);
         point_jacobian(model, &data.o_m_i, self.body, &p, &mut data.jac3);
         tau_ext.gemv_tr(1.0, &data.jac3, &self.force, 1.0);

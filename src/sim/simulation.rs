@@ -19,7 +19,7 @@ pub struct Simulation {
     pub q: DVector<f64>,
     pub v: DVector<f64>,
     pub t: f64,
-    /// Actuator inputs of the last step (nu).
+    /// Actuator torques applied in the last step (nu).
     pub u: DVector<f64>,
     /// External generalized force of the last step (nv).
     pub tau_ext: DVector<f64>,
@@ -29,13 +29,7 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    pub fn new(
-        model: Arc<Model>,
-        terrain: Terrain,
-        settings: StepSettings,
-        q: DVector<f64>,
-        v: DVector<f64>,
-    ) -> Self {
+    pub fn new(model: Arc<Model>, terrain: Terrain, settings: StepSettings, q: DVector<f64>, v: DVector<f64>) -> Self {
         let ws = StepWorkspace::new(&model);
         Self {
             terrain,
@@ -58,8 +52,14 @@ impl Simulation {
     /// is left unchanged when the step reports that it could not advance.
     pub fn step(&mut self) -> StepInfo {
         let model = &*self.model;
-        self.controller
-            .compute(model, self.q.as_slice(), self.v.as_slice(), &mut self.u);
+        self.controller.compute(
+            model,
+            self.q.as_slice(),
+            self.v.as_slice(),
+            self.settings.dt,
+            &mut self.u,
+            &mut self.ws.actuator_damping,
+        );
         self.tau_ext.fill(0.0);
         if self.pulls.iter().any(|p| p.active(self.t)) {
             forward_kinematics(model, &mut self.ws.data, self.q.as_slice(), None);
@@ -80,6 +80,10 @@ impl Simulation {
             self.v_next.as_mut_slice(),
         );
         if info.status.advanced() {
+            // The torque actually applied, including the implicit damping term.
+            for (k, &dof) in model.actuated_dofs.iter().enumerate() {
+                self.u[k] -= self.ws.actuator_damping[k] * (self.v_next[dof] - self.v[dof]);
+            }
             std::mem::swap(&mut self.q, &mut self.q_next);
             std::mem::swap(&mut self.v, &mut self.v_next);
             self.t += self.settings.dt;

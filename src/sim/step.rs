@@ -36,10 +36,7 @@ pub struct StepSettings {
 
 impl Default for StepSettings {
     fn default() -> Self {
-        Self {
-            dt: 0.002,
-            solver: solver::Settings::default(),
-        }
+        Self { dt: 0.002, solver: solver::Settings::default() }
     }
 }
 
@@ -56,9 +53,7 @@ impl StepSettings {
         if !(self.dt.is_finite() && self.dt > 0.0 && self.dt <= 0.1) {
             return Err(StepSettingsError::Dt(self.dt));
         }
-        self.solver
-            .validate()
-            .map_err(|e| StepSettingsError::Solver(e.to_string()))
+        self.solver.validate().map_err(|e| StepSettingsError::Solver(e.to_string()))
     }
 }
 
@@ -74,6 +69,9 @@ pub enum StepStatus {
     SingularMassMatrix,
     /// NaN or infinity in the input or the result; the state was not advanced.
     NonFinite,
+    /// The contact solver could not factorize its Newton matrix or rejected its input; the
+    /// state was not advanced.
+    SolverFailed,
 }
 
 impl StepStatus {
@@ -123,6 +121,12 @@ pub struct StepWorkspace {
     pub modes: Vec<ContactMode>,
     /// Scratch tangent vector `h v+` (nv).
     pub dq: DVector<f64>,
+    /// Implicit actuator damping `D` (nu): the step uses `u = u_explicit - D (v+ - v)`, which
+    /// adds `h D` to the actuated diagonal of `M` (MuJoCo's implicit damping). Set by the
+    /// controller; zero for open-loop torques.
+    pub actuator_damping: DVector<f64>,
+    /// `h D` scattered to the `v` indices (nv).
+    pub mass_shift: DVector<f64>,
     pub solver: ContactSolver,
 }
 
@@ -143,6 +147,8 @@ impl StepWorkspace {
             has_warm_start: false,
             modes: vec![ContactMode::Separated; k],
             dq: DVector::zeros(nv),
+            actuator_damping: DVector::zeros(model.nu),
+            mass_shift: DVector::zeros(nv),
             solver: ContactSolver::new(k.max(1)),
         }
     }
@@ -153,12 +159,16 @@ impl StepWorkspace {
     }
 }
 
-/// Stage 1: `M(q)` with its Cholesky factor, and `c(q, v)`. Returns `false` if `M` is not
-/// positive definite.
-pub fn stage_dynamics(model: &Model, ws: &mut StepWorkspace, q: &[f64], v: &[f64]) -> bool {
+/// Stage 1: `M(q)`, the Cholesky factor of `M + h D` (implicit actuator damping), and
+/// `c(q, v)`. Returns `false` if the matrix is not positive definite.
+pub fn stage_dynamics(model: &Model, ws: &mut StepWorkspace, q: &[f64], v: &[f64], h: f64) -> bool {
     crba(model, &mut ws.data, q);
     nle(model, &mut ws.data, q, v);
-    cholesky::factor(&ws.data.mass_matrix, &mut ws.data.mass_chol)
+    ws.mass_shift.fill(0.0);
+    for (k, &dof) in model.actuated_dofs.iter().enumerate() {
+        ws.mass_shift[dof] = h * ws.actuator_damping[k];
+    }
+    cholesky::factor_shifted(&ws.data.mass_matrix, Some(ws.mass_shift.as_slice()), &mut ws.data.mass_chol)
 }
 
 /// Stage 2: gaps, contact frames and the stacked Jacobian. Needs body placements (stage 1).
@@ -168,14 +178,7 @@ pub fn stage_contacts(model: &Model, terrain: &Terrain, ws: &mut StepWorkspace) 
 }
 
 /// Stage 3: `v_free = v + h M^-1 (S u + tau_ext - c)`.
-pub fn stage_free_velocity(
-    model: &Model,
-    ws: &mut StepWorkspace,
-    v: &[f64],
-    u: &[f64],
-    tau_ext: &[f64],
-    h: f64,
-) {
+pub fn stage_free_velocity(model: &Model, ws: &mut StepWorkspace, v: &[f64], u: &[f64], tau_ext: &[f64], h: f64) {
     for i in 0..model.nv {
         ws.force[i] = tau_ext[i] - ws.data.nle[i];
     }
@@ -198,7 +201,18 @@ pub fn stage_delassus(ws: &mut StepWorkspace, h: f64) {
         }
     }
     cholesky::solve_matrix_in_place(&ws.data.mass_chol, &mut ws.minv_jt);
-    ws.delassus.gemm(1.0, jac, &ws.minv_jt, 0.0);
+    // G is symmetric: fill the upper triangle and mirror (nalgebra's dynamic gemm allocates).
+    let n = jac.nrows();
+    for i in 0..n {
+        for j in i..n {
+            let mut g = 0.0;
+            for c in 0..jac.ncols() {
+                g += jac[(i, c)] * ws.minv_jt[(c, j)];
+            }
+            ws.delassus[(i, j)] = g;
+            ws.delassus[(j, i)] = g;
+        }
+    }
     ws.b.gemv(1.0, jac, &ws.v_free, 0.0);
     for (i, phi) in ws.contacts.phi.iter().enumerate() {
         ws.b[3 * i] += phi / h;
@@ -207,11 +221,7 @@ pub fn stage_delassus(ws: &mut StepWorkspace, h: f64) {
 
 /// Stage 5: the contact problem, warm-started from the previous step, and the realized modes.
 pub fn stage_solve(ws: &mut StepWorkspace, settings: &solver::Settings) -> solver::Info {
-    let warm = if ws.has_warm_start {
-        Some(ws.lambda_warm.as_slice())
-    } else {
-        None
-    };
+    let warm = if ws.has_warm_start { Some(ws.lambda_warm.as_slice()) } else { None };
     let info = ws.solver.solve(
         settings,
         ws.delassus.as_view(),
@@ -223,12 +233,7 @@ pub fn stage_solve(ws: &mut StepWorkspace, settings: &solver::Settings) -> solve
     );
     for i in 0..ws.contacts.k {
         let r = 3 * i..3 * i + 3;
-        ws.modes[i] = classify(
-            &ws.lambda.as_slice()[r.clone()],
-            &ws.w.as_slice()[r],
-            ws.contacts.mu[i],
-            settings,
-        );
+        ws.modes[i] = classify(&ws.lambda.as_slice()[r.clone()], &ws.w.as_slice()[r], ws.contacts.mu[i], settings);
     }
     info
 }
@@ -251,8 +256,8 @@ pub fn stage_integrate(
     integrate(model, q, ws.dq.as_slice(), q_next);
 }
 
-/// One step from `(q, v)` with actuator inputs `u` (nu) and external generalized forces
-/// `tau_ext` (nv). Writes `(q_next, v_next)` when the returned status says it advanced.
+/// One step from `(q, v)` with actuator inputs `u` (nu, the explicit part when
+/// `ws.actuator_damping` is nonzero) and external generalized forces `tau_ext` (nv). Writes `(q_next, v_next)` when the returned status says it advanced.
 #[allow(clippy::too_many_arguments)]
 pub fn step(
     model: &Model,
@@ -268,17 +273,13 @@ pub fn step(
 ) -> StepInfo {
     let h = settings.dt;
     let finite = |x: &[f64]| x.iter().all(|a| a.is_finite());
-    let mut info = StepInfo {
-        status: StepStatus::Ok,
-        solver: solver::Info::not_run(),
-        penetration: 0.0,
-        active_contacts: 0,
-    };
+    let mut info =
+        StepInfo { status: StepStatus::Ok, solver: solver::Info::not_run(), penetration: 0.0, active_contacts: 0 };
     if !(finite(q) && finite(v) && finite(u) && finite(tau_ext)) {
         info.status = StepStatus::NonFinite;
         return info;
     }
-    if !stage_dynamics(model, ws, q, v) {
+    if !stage_dynamics(model, ws, q, v, h) {
         info.status = StepStatus::SingularMassMatrix;
         return info;
     }
@@ -291,19 +292,20 @@ pub fn step(
         match info.solver.status {
             solver::Status::Converged => {}
             solver::Status::MaxIterations => info.status = StepStatus::SolverNotConverged,
-            _ => {
+            solver::Status::NonFinite => {
                 info.status = StepStatus::NonFinite;
+                ws.has_warm_start = false;
+                return info;
+            }
+            solver::Status::LinearSolveFailed | solver::Status::InvalidInput => {
+                info.status = StepStatus::SolverFailed;
                 ws.has_warm_start = false;
                 return info;
             }
         }
         ws.lambda_warm.copy_from(&ws.lambda);
         ws.has_warm_start = true;
-        info.active_contacts = ws
-            .modes
-            .iter()
-            .filter(|m| **m != ContactMode::Separated)
-            .count();
+        info.active_contacts = ws.modes.iter().filter(|m| **m != ContactMode::Separated).count();
     }
     stage_integrate(model, ws, q, h, q_next, v_next);
     if !(finite(q_next) && finite(v_next)) {

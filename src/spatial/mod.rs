@@ -64,10 +64,7 @@ impl Default for Se3 {
 
 impl Se3 {
     pub fn identity() -> Self {
-        Self {
-            rot: Matrix3::identity(),
-            trans: Vector3::zeros(),
-        }
+        Self { rot: Matrix3::identity(), trans: Vector3::zeros() }
     }
 
     pub fn new(rot: Matrix3<f64>, trans: Vector3<f64>) -> Self {
@@ -75,37 +72,25 @@ impl Se3 {
     }
 
     pub fn from_translation(trans: Vector3<f64>) -> Self {
-        Self {
-            rot: Matrix3::identity(),
-            trans,
-        }
+        Self { rot: Matrix3::identity(), trans }
     }
 
     /// URDF-style origin: translation `xyz` and fixed-axis roll-pitch-yaw `R = Rz(y) Ry(p) Rx(r)`.
     pub fn from_xyz_rpy(xyz: [f64; 3], rpy: [f64; 3]) -> Self {
         let r = nalgebra::Rotation3::from_euler_angles(rpy[0], rpy[1], rpy[2]);
-        Self {
-            rot: *r.matrix(),
-            trans: Vector3::from(xyz),
-        }
+        Self { rot: *r.matrix(), trans: Vector3::from(xyz) }
     }
 
     /// `self * other` (`aMc = aMb * bMc`).
     #[inline]
     pub fn compose(&self, other: &Se3) -> Se3 {
-        Se3 {
-            rot: self.rot * other.rot,
-            trans: self.rot * other.trans + self.trans,
-        }
+        Se3 { rot: self.rot * other.rot, trans: self.rot * other.trans + self.trans }
     }
 
     #[inline]
     pub fn inverse(&self) -> Se3 {
         let rt = self.rot.transpose();
-        Se3 {
-            rot: rt,
-            trans: -(rt * self.trans),
-        }
+        Se3 { rot: rt, trans: -(rt * self.trans) }
     }
 
     /// Point in b expressed in a.
@@ -145,8 +130,7 @@ impl Se3 {
         let mut x = Matrix6::zeros();
         x.fixed_view_mut::<3, 3>(0, 0).copy_from(&self.rot);
         x.fixed_view_mut::<3, 3>(3, 3).copy_from(&self.rot);
-        x.fixed_view_mut::<3, 3>(0, 3)
-            .copy_from(&(skew(&self.trans) * self.rot));
+        x.fixed_view_mut::<3, 3>(0, 3).copy_from(&(skew(&self.trans) * self.rot));
         x
     }
 }
@@ -170,11 +154,7 @@ impl Default for Inertia {
 
 impl Inertia {
     pub fn zero() -> Self {
-        Self {
-            mass: 0.0,
-            com: Vector3::zeros(),
-            inertia: Matrix3::zeros(),
-        }
+        Self { mass: 0.0, com: Vector3::zeros(), inertia: Matrix3::zeros() }
     }
 
     pub fn new(mass: f64, com: Vector3<f64>, inertia: Matrix3<f64>) -> Self {
@@ -188,11 +168,7 @@ impl Inertia {
         Self::new(
             mass,
             Vector3::zeros(),
-            Matrix3::from_diagonal(&Vector3::new(
-                k * (y * y + z * z),
-                k * (x * x + z * z),
-                k * (x * x + y * y),
-            )),
+            Matrix3::from_diagonal(&Vector3::new(k * (y * y + z * z), k * (x * x + z * z), k * (x * x + y * y))),
         )
     }
 
@@ -229,10 +205,7 @@ impl Inertia {
         Inertia {
             mass: m,
             com: c,
-            inertia: self.inertia
-                + other.inertia
-                + steiner(self.mass, &d1)
-                + steiner(other.mass, &d2),
+            inertia: self.inertia + other.inertia + steiner(self.mass, &d1) + steiner(other.mass, &d2),
         }
     }
 
@@ -240,12 +213,10 @@ impl Inertia {
     pub fn matrix(&self) -> Matrix6<f64> {
         let c = skew(&self.com);
         let mut m6 = Matrix6::zeros();
-        m6.fixed_view_mut::<3, 3>(0, 0)
-            .copy_from(&(Matrix3::identity() * self.mass));
+        m6.fixed_view_mut::<3, 3>(0, 0).copy_from(&(Matrix3::identity() * self.mass));
         m6.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-self.mass * c));
         m6.fixed_view_mut::<3, 3>(3, 0).copy_from(&(self.mass * c));
-        m6.fixed_view_mut::<3, 3>(3, 3)
-            .copy_from(&(self.inertia - self.mass * c * c));
+        m6.fixed_view_mut::<3, 3>(3, 3).copy_from(&(self.inertia - self.mass * c * c));
         m6
     }
 }
@@ -263,11 +234,8 @@ mod tests {
 
     #[test]
     fn inertia_matrix_matches_mul() {
-        let i = Inertia::new(
-            2.0,
-            Vector3::new(0.1, -0.2, 0.3),
-            Matrix3::new(1.0, 0.1, 0.0, 0.1, 2.0, 0.2, 0.0, 0.2, 3.0),
-        );
+        let i =
+            Inertia::new(2.0, Vector3::new(0.1, -0.2, 0.3), Matrix3::new(1.0, 0.1, 0.0, 0.1, 2.0, 0.2, 0.0, 0.2, 3.0));
         let m = Vector6::new(0.3, -1.0, 2.0, 0.5, 0.7, -0.2);
         assert!((i.matrix() * m - i.mul_motion(&m)).norm() < 1e-12);
         let x = Se3::from_xyz_rpy([0.1, 0.2, 0.3], [0.4, -0.5, 0.6]);
