@@ -105,3 +105,55 @@ pub fn set_free_flyer(q: &mut [f64], m: &Se3) {
     let hint = [0.0, 0.0, 0.0, 1.0];
     write_free_flyer(m, &hint, &mut q[..7]);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::builtin;
+
+    fn sample(model: &Model, seed: u64) -> (DVector<f64>, DVector<f64>) {
+        // A small deterministic generator is enough here; no RNG dependency in the library.
+        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut next = move || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        };
+        let mut q = neutral(model);
+        for x in q.iter_mut() {
+            *x = next();
+        }
+        normalize(model, q.as_mut_slice());
+        let dq = DVector::from_fn(model.nv, |_, _| next());
+        (q, dq)
+    }
+
+    #[test]
+    fn difference_inverts_integrate() {
+        let model = builtin::quadruped().unwrap().model;
+        for seed in 0..20 {
+            let (q0, dq) = sample(&model, seed);
+            let mut q1 = q0.clone();
+            integrate(&model, q0.as_slice(), dq.as_slice(), q1.as_mut_slice());
+            let mut back = dq.clone();
+            difference(&model, q0.as_slice(), q1.as_slice(), back.as_mut_slice());
+            assert!((back - &dq).norm() < 1e-12, "seed {seed}");
+            let quat_norm = q1.rows(3, 4).norm();
+            assert!((quat_norm - 1.0).abs() < 1e-14);
+        }
+    }
+
+    #[test]
+    fn integrate_matches_the_body_twist_to_first_order() {
+        // d/dt q(t) at t = 0 for q(t) = integrate(q, t v): the base moves with world velocity R v_lin.
+        let model = builtin::quadruped().unwrap().model;
+        let (q, v) = sample(&model, 3);
+        let eps = 1e-7;
+        let (mut qp, mut qm) = (q.clone(), q.clone());
+        integrate(&model, q.as_slice(), (&v * eps).as_slice(), qp.as_mut_slice());
+        integrate(&model, q.as_slice(), (&v * -eps).as_slice(), qm.as_mut_slice());
+        let pdot = (qp.rows(0, 3) - qm.rows(0, 3)) / (2.0 * eps);
+        let r = free_flyer_placement(q.as_slice()).rot;
+        assert!((pdot - r * v.rows(0, 3)).norm() < 1e-7);
+        assert!(((qp[7] - qm[7]) / (2.0 * eps) - v[6]).abs() < 1e-7);
+    }
+}

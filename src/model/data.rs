@@ -2,7 +2,7 @@
 //! buffer once; algorithms take `(&Model, &mut Data, ...)` and allocate nothing.
 
 use super::Model;
-use crate::spatial::Se3;
+use crate::spatial::{Inertia, Se3};
 use nalgebra::{DMatrix, DVector, Matrix6, Vector6};
 
 #[derive(Clone, Debug)]
@@ -31,7 +31,7 @@ pub struct Data {
     /// Joint accelerations from `aba` (nv).
     pub ddq: DVector<f64>,
     /// Composite rigid-body inertias (nbodies), body frame.
-    pub ycrb: Vec<Matrix6<f64>>,
+    pub ycrb: Vec<Inertia>,
     /// ABA articulated inertias (nbodies).
     pub ia: Vec<Matrix6<f64>>,
     /// ABA bias forces (nbodies).
@@ -63,7 +63,7 @@ impl Data {
             mass_chol: DMatrix::zeros(nv, nv),
             nle: DVector::zeros(nv),
             ddq: DVector::zeros(nv),
-            ycrb: vec![Matrix6::zeros(); nb],
+            ycrb: vec![Inertia::zero(); nb],
             ia: vec![Matrix6::zeros(); nb],
             pa: vec![Vector6::zeros(); nb],
             c: vec![Vector6::zeros(); nb],

@@ -1,0 +1,90 @@
+//! The `contactlab` binary as a user runs it.
+
+use std::path::Path;
+use std::process::Command;
+
+fn contactlab() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_contactlab"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+#[test]
+fn simulate_writes_a_complete_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.csv");
+    let o = contactlab()
+        .args(["simulate", "scenes/quadruped_pull.ron", "--duration", "0.5", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("250 steps") && stdout.contains("median"), "{stdout}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for col in ["t", "status", "iterations", "root_joint_z", "q_FL_calf_joint", "u_RR_hip_joint", "FL_foot_lambda_n", "RR_foot_mode"] {
+        assert!(header.contains(&col), "missing column {col}");
+    }
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 250);
+    assert!(rows.iter().all(|r| r.split(',').count() == header.len()));
+    assert!(rows.last().unwrap().contains("Sticking"));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary files left behind");
+}
+
+#[test]
+fn simulate_of_a_bad_scene_fails_clearly_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("bad.ron");
+    std::fs::write(&scene, "Scene(name: \"x\", robot: Builtin(Quadruped), dt: -1.0)").unwrap();
+    let out = dir.path().join("run.csv");
+    let o = contactlab().arg("simulate").arg(&scene).arg("--out").arg(&out).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.ron:1:") && err.contains("dt") && err.contains("(0, 0.1]"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn check_dynamics_passes_on_the_fixtures_and_fails_beyond_tolerance() {
+    let rbd = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/rbd");
+    for system in ["solo12", "go1", "free_box"] {
+        let o = contactlab()
+            .arg("check-dynamics")
+            .arg("--urdf")
+            .arg(rbd.join(format!("urdf/{system}.urdf")))
+            .arg("--fixture")
+            .arg(rbd.join(format!("{system}_set_a.json")))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{system}: {stdout}{}", String::from_utf8_lossy(&o.stderr));
+        for q in ["M ", "nle", "rnea", "aba", "foot_pos", "foot_J"] {
+            assert!(stdout.contains(q), "{system}: no line for {q}: {stdout}");
+        }
+    }
+    // A tolerance below round-off must fail with a non-zero exit code.
+    let o = contactlab()
+        .arg("check-dynamics")
+        .arg("--urdf")
+        .arg(rbd.join("urdf/go1.urdf"))
+        .arg("--fixture")
+        .arg(rbd.join("go1_set_a.json"))
+        .args(["--tolerance", "1e-30"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    // The wrong robot for the fixture is an error naming the fixture, not a panic.
+    let o = contactlab()
+        .arg("check-dynamics")
+        .arg("--urdf")
+        .arg(rbd.join("urdf/solo12.urdf"))
+        .arg("--fixture")
+        .arg(rbd.join("go1_set_a.json"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("go1_set_a.json"));
+}
