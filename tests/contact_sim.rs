@@ -194,3 +194,29 @@ fn every_scene_simulates_to_the_end() {
     }
     assert!(count >= 6, "only {count} scenes");
 }
+
+/// A third-party URDF from the shared fixtures, with contacts chosen in the scene, stands too.
+#[test]
+fn urdf_robot_with_scene_contacts_stands() {
+    let text = r#"Scene(
+        name: "solo12",
+        robot: Urdf(path: "../shared/fixtures/rbd/urdf/solo12.urdf", floating: true,
+                    contacts: [(frame: "FL_FOOT", radius: 0.016), (frame: "FR_FOOT", radius: 0.016),
+                               (frame: "HL_FOOT", radius: 0.016), (frame: "HR_FOOT", radius: 0.016)]),
+        initial: (base_position: (0.0, 0.0, 0.3), joints: {"*_HFE": 0.8, "*_KFE": -1.6}),
+        terrain: (ground: (friction: 0.9)),
+        dt: 0.002,
+        controller: JointPd(kp: 5.0, kd: 0.2, posture: {"*_HFE": 0.8, "*_KFE": -1.6}),
+    )"#;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("solo12.ron");
+    let s = Scene::from_str(text, &path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.model.contact_points.len(), 4);
+    let mut sim = s.simulation();
+    for _ in 0..1000 {
+        assert_eq!(sim.step().status, StepStatus::Ok);
+    }
+    assert!(sim.ws.modes.iter().all(|m| *m != ContactMode::Separated), "{:?}", sim.ws.modes);
+    let bad = text.replace("HR_FOOT", "HR_TOE");
+    let e = Scene::from_str(&bad, &path).unwrap_err().to_string();
+    assert!(e.contains("robot.contacts[3].frame") && e.contains("HR_TOE"), "{e}");
+}

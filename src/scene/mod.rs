@@ -52,9 +52,12 @@ pub enum BuiltinRobot {
 pub enum RobotSpec {
     Builtin(BuiltinRobot),
     /// A URDF file, relative to the scene file. `floating: false` welds the root to the world.
+    /// `contacts` replaces the automatic choice of contact points (links named `*foot`).
     Urdf {
         path: PathBuf,
         floating: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        contacts: Option<Vec<ContactSpec>>,
     },
     /// A rigid box with its corners as contacts.
     Box {
@@ -63,6 +66,20 @@ pub enum RobotSpec {
         #[serde(deserialize_with = "check::positive")]
         mass: f64,
     },
+}
+
+/// A contact sphere on a link or frame of a URDF robot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContactSpec {
+    /// Link or frame name.
+    pub frame: String,
+    /// Sphere centre in that frame (m).
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub position: [f64; 3],
+    /// Sphere radius (m); 0 for a point.
+    #[serde(default, deserialize_with = "check::non_negative")]
+    pub radius: f64,
 }
 
 fn zero3() -> [f64; 3] {
@@ -260,7 +277,7 @@ impl Scene {
             RobotSpec::Box { size, mass } => {
                 (builtin::rigid_box(*size, *mass).map_err(|e| invalid("robot", "robot".into(), e.to_string()))?, vec![])
             }
-            RobotSpec::Urdf { path: p, floating } => {
+            RobotSpec::Urdf { path: p, floating, contacts } => {
                 let full = if p.is_absolute() { p.clone() } else { path.parent().unwrap_or(Path::new(".")).join(p) };
                 if !full.exists() {
                     return Err(invalid(
@@ -269,7 +286,25 @@ impl Scene {
                         format!("URDF file {} does not exist", full.display()),
                     ));
                 }
-                let l = urdf::load(&full, if *floating { RootJoint::FreeFlyer } else { RootJoint::Fixed })?;
+                let mut l = urdf::load(&full, if *floating { RootJoint::FreeFlyer } else { RootJoint::Fixed })?;
+                if let Some(contacts) = contacts {
+                    l.model.contact_points.clear();
+                    for (i, c) in contacts.iter().enumerate() {
+                        let Some((body, placement)) = l.model.resolve_body_or_frame(&c.frame) else {
+                            return Err(invalid(
+                                &format!("\"{}\"", c.frame),
+                                format!("robot.contacts[{i}].frame"),
+                                format!("no link or frame named `{}` in {}", c.frame, full.display()),
+                            ));
+                        };
+                        l.model.contact_points.push(crate::model::ContactPoint {
+                            name: c.frame.clone(),
+                            body,
+                            position: placement.act_point(&Vector3::from(c.position)),
+                            radius: c.radius,
+                        });
+                    }
+                }
                 (l.model, l.warnings)
             }
         };
