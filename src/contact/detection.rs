@@ -1,10 +1,13 @@
 //! Contact candidates and their Jacobians.
 //!
-//! Every contact point of the model is a candidate at every step, whether or not it touches:
-//! a separated contact has gap `phi > 0`, which enters the free-contact term as `phi / h`, so
-//! the solver returns a zero impulse for it unless the step would close the gap. Keeping the set
-//! fixed keeps the problem size constant and lets the relaxed sensitivities see contacts that
-//! are about to happen.
+//! Every contact point of the model is a candidate; the candidates whose gap is below a margin
+//! (`StepSettings::contact_margin`, 5 cm by default) are *active* and enter the contact problem,
+//! whether or not they touch: a separated active contact has gap `phi > 0`, which enters the
+//! free-contact term as `phi / h`, so the solver returns a zero impulse for it unless the step
+//! would close the gap. The margin keeps the problem small (a standing quadruped solves for its
+//! four feet, not its trunk corners) while the relaxed sensitivities still see contacts that are
+//! about to happen. A point approaching faster than `margin / h` could pass the margin in one
+//! step unseen; at the defaults that is 25 m/s.
 //!
 //! For a sphere of radius `r` centred at `c` with terrain normal `n` at distance `d`:
 //! `phi = d - r`, contact point `p = c - r n` (the material point of the body at the sphere's
@@ -33,7 +36,10 @@ pub struct Contacts {
     pub mu: Vec<f64>,
     /// Terrain primitive touched: 0 ground, 1 + i box i (k).
     pub primitive: Vec<usize>,
-    /// Stacked contact Jacobian, rows `(n, t1, t2)` per contact (3k x nv).
+    /// Candidates in the contact problem, in order (at most k).
+    pub active: Vec<usize>,
+    /// Stacked Jacobian of the active contacts, rows `(n, t1, t2)` per contact: the first
+    /// `3 * active.len()` rows are used (3k x nv).
     pub jac: DMatrix<f64>,
 }
 
@@ -49,12 +55,20 @@ impl Contacts {
             point: vec![Vector3::zeros(); k],
             mu: vec![0.0; k],
             primitive: vec![0; k],
+            active: Vec::with_capacity(k),
             jac: DMatrix::zeros(3 * k, model.nv),
         }
     }
 
-    /// Gaps, frames and friction of every candidate. Needs `forward_kinematics`.
-    pub fn detect(&mut self, model: &Model, data: &Data, terrain: &Terrain) {
+    /// Number of active contacts.
+    pub fn n_active(&self) -> usize {
+        self.active.len()
+    }
+
+    /// Gaps, frames and friction of every candidate, and the active set (`phi <= margin`).
+    /// Needs `forward_kinematics`.
+    pub fn detect(&mut self, model: &Model, data: &Data, terrain: &Terrain, margin: f64) {
+        self.active.clear();
         for (i, cp) in model.contact_points.iter().enumerate() {
             let c = data.o_m_i[cp.body].act_point(&cp.position);
             let q = terrain.query(&c);
@@ -66,17 +80,22 @@ impl Contacts {
             self.point[i] = c - cp.radius * q.normal;
             self.mu[i] = q.friction;
             self.primitive[i] = q.primitive;
+            if self.phi[i] <= margin {
+                self.active.push(i);
+            }
         }
     }
 
-    /// The stacked Jacobian `J` (3k x nv). Needs `detect`; uses `data.jac3` as scratch.
+    /// The stacked Jacobian `J` of the active contacts (first `3 * n_active()` rows). Needs
+    /// `detect`; uses `data.jac3` as scratch.
     pub fn jacobian(&mut self, model: &Model, data: &mut Data) {
-        for (i, cp) in model.contact_points.iter().enumerate() {
+        for (a, &i) in self.active.iter().enumerate() {
+            let cp = &model.contact_points[i];
             point_jacobian(model, &data.o_m_i, cp.body, &self.point[i], &mut data.jac3);
             let axes = [self.normal[i], self.t1[i], self.t2[i]];
             for (r, axis) in axes.iter().enumerate() {
                 for c in 0..model.nv {
-                    self.jac[(3 * i + r, c)] =
+                    self.jac[(3 * a + r, c)] =
                         axis.x * data.jac3[(0, c)] + axis.y * data.jac3[(1, c)] + axis.z * data.jac3[(2, c)];
                 }
             }

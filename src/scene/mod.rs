@@ -151,6 +151,10 @@ pub struct PullSpec {
     pub duration: f64,
 }
 
+fn default_margin() -> f64 {
+    StepSettings::default().contact_margin
+}
+
 fn default_gravity() -> [f64; 3] {
     [0.0, 0.0, -9.81]
 }
@@ -173,6 +177,9 @@ pub struct SceneFile {
     pub dt: f64,
     #[serde(default)]
     pub solver: crate::contact::solver::Settings,
+    /// Contact candidates closer than this enter the contact problem (m).
+    #[serde(default = "default_margin", deserialize_with = "check::non_negative")]
+    pub contact_margin: f64,
     #[serde(default)]
     pub controller: ControllerSpec,
     #[serde(default)]
@@ -310,7 +317,7 @@ impl Scene {
         };
         model.gravity = Vector3::from(sf.gravity);
 
-        let settings = StepSettings { dt: sf.dt, solver: sf.solver };
+        let settings = StepSettings { dt: sf.dt, solver: sf.solver, contact_margin: sf.contact_margin };
         let init = &sf.initial;
         let mut q0 = neutral(&model);
         let mut v0 = DVector::zeros(model.nv);

@@ -32,11 +32,18 @@ pub struct StepSettings {
     /// Contact solver settings.
     #[serde(default)]
     pub solver: solver::Settings,
+    /// Contact candidates with a gap below this enter the contact problem (m). Default 0.05.
+    #[serde(default = "default_margin", deserialize_with = "crate::scene::check::non_negative")]
+    pub contact_margin: f64,
+}
+
+fn default_margin() -> f64 {
+    0.05
 }
 
 impl Default for StepSettings {
     fn default() -> Self {
-        Self { dt: 0.002, solver: solver::Settings::default() }
+        Self { dt: 0.002, solver: solver::Settings::default(), contact_margin: default_margin() }
     }
 }
 
@@ -44,6 +51,8 @@ impl Default for StepSettings {
 pub enum StepSettingsError {
     #[error("dt: must be finite and in (0, 0.1] s, got {0}")]
     Dt(f64),
+    #[error("contact_margin: must be finite and >= 0 m, got {0}")]
+    Margin(f64),
     #[error("solver.{0}")]
     Solver(String),
 }
@@ -52,6 +61,9 @@ impl StepSettings {
     pub fn validate(&self) -> Result<(), StepSettingsError> {
         if !(self.dt.is_finite() && self.dt > 0.0 && self.dt <= 0.1) {
             return Err(StepSettingsError::Dt(self.dt));
+        }
+        if !(self.contact_margin.is_finite() && self.contact_margin >= 0.0) {
+            return Err(StepSettingsError::Margin(self.contact_margin));
         }
         self.solver.validate().map_err(|e| StepSettingsError::Solver(e.to_string()))
     }
@@ -89,8 +101,10 @@ pub struct StepInfo {
     pub solver: solver::Info,
     /// `max(0, -min_i phi_i)` at the start of the step (m).
     pub penetration: f64,
-    /// Number of contacts with a nonzero impulse.
+    /// Number of contacts with a nonzero impulse (not separated).
     pub active_contacts: usize,
+    /// Number of candidates in the contact problem (gap below the margin).
+    pub candidates_in_problem: usize,
 }
 
 /// Preallocated buffers of the step.
@@ -98,26 +112,35 @@ pub struct StepInfo {
 pub struct StepWorkspace {
     /// Rigid-body workspace.
     pub data: Data,
-    /// Contact geometry and Jacobian (`3k x nv`).
+    /// Contact geometry, active set and Jacobian (`3k x nv`, first `3 ka` rows used).
     pub contacts: Contacts,
     /// Generalized force `S u + tau_ext - c(q, v)` (nv).
     pub force: DVector<f64>,
     /// Free velocity (nv).
     pub v_free: DVector<f64>,
-    /// `M^-1 J^T` (nv x 3k).
+    /// `M^-1 J^T` (nv x 3k, first `3 ka` columns used).
     pub minv_jt: DMatrix<f64>,
-    /// Delassus matrix `G = J M^-1 J^T` (3k x 3k).
+    /// Delassus matrix `G = J M^-1 J^T` (3k x 3k, top-left `3 ka` block used).
     pub delassus: DMatrix<f64>,
-    /// Free-contact term `b` (3k).
+    /// Free-contact term `b` of the active contacts (3k, first `3 ka` used).
     pub b: DVector<f64>,
-    /// Contact impulses `lambda`, per contact `(l_n, l_t1, l_t2)` (3k).
+    /// Friction coefficients of the active contacts (k, first `ka` used).
+    pub mu: Vec<f64>,
+    /// Solver impulses and velocities of the active contacts, and the warm start gathered for
+    /// them (3k each, first `3 ka` used).
+    pub lambda_active: DVector<f64>,
+    pub w_active: DVector<f64>,
+    pub warm_active: DVector<f64>,
+    /// Contact impulses `lambda` of every candidate, `(l_n, l_t1, l_t2)`, zero when not in the
+    /// problem (3k).
     pub lambda: DVector<f64>,
-    /// Contact velocities after the step `w = G lambda + b` (3k).
+    /// Contact velocities after the step `w = G lambda + b` of every candidate, zero when not in
+    /// the problem (3k).
     pub w: DVector<f64>,
-    /// Impulses of the previous step, for the warm start (3k).
+    /// Impulses of the previous step per candidate, for the warm start (3k).
     pub lambda_warm: DVector<f64>,
     pub has_warm_start: bool,
-    /// Realized mode per contact (k).
+    /// Realized mode per candidate (k); `Separated` when not in the problem.
     pub modes: Vec<ContactMode>,
     /// Scratch tangent vector `h v+` (nv).
     pub dq: DVector<f64>,
@@ -141,6 +164,10 @@ impl StepWorkspace {
             minv_jt: DMatrix::zeros(nv, 3 * k),
             delassus: DMatrix::zeros(3 * k, 3 * k),
             b: DVector::zeros(3 * k),
+            mu: vec![0.0; k],
+            lambda_active: DVector::zeros(3 * k),
+            w_active: DVector::zeros(3 * k),
+            warm_active: DVector::zeros(3 * k),
             lambda: DVector::zeros(3 * k),
             w: DVector::zeros(3 * k),
             lambda_warm: DVector::zeros(3 * k),
@@ -171,9 +198,10 @@ pub fn stage_dynamics(model: &Model, ws: &mut StepWorkspace, q: &[f64], v: &[f64
     cholesky::factor_shifted(&ws.data.mass_matrix, Some(ws.mass_shift.as_slice()), &mut ws.data.mass_chol)
 }
 
-/// Stage 2: gaps, contact frames and the stacked Jacobian. Needs body placements (stage 1).
-pub fn stage_contacts(model: &Model, terrain: &Terrain, ws: &mut StepWorkspace) {
-    ws.contacts.detect(model, &ws.data, terrain);
+/// Stage 2: gaps, contact frames, the active set and its stacked Jacobian. Needs body
+/// placements (stage 1).
+pub fn stage_contacts(model: &Model, terrain: &Terrain, ws: &mut StepWorkspace, margin: f64) {
+    ws.contacts.detect(model, &ws.data, terrain, margin);
     ws.contacts.jacobian(model, &mut ws.data);
 }
 
@@ -192,48 +220,74 @@ pub fn stage_free_velocity(model: &Model, ws: &mut StepWorkspace, v: &[f64], u: 
     }
 }
 
-/// Stage 4: `M^-1 J^T`, `G = J M^-1 J^T` and `b = J v_free + [phi/h; 0; 0]`.
+/// Stage 4: for the `ka` active contacts, `M^-1 J^T`, `G = J M^-1 J^T` and
+/// `b = J v_free + [phi/h; 0; 0]`.
 pub fn stage_delassus(ws: &mut StepWorkspace, h: f64) {
+    let n = 3 * ws.contacts.n_active();
+    let nv = ws.v_free.len();
     let jac = &ws.contacts.jac;
-    for r in 0..jac.nrows() {
-        for c in 0..jac.ncols() {
+    for r in 0..n {
+        for c in 0..nv {
             ws.minv_jt[(c, r)] = jac[(r, c)];
         }
     }
-    cholesky::solve_matrix_in_place(&ws.data.mass_chol, &mut ws.minv_jt);
+    for r in 0..n {
+        cholesky::solve_in_place(&ws.data.mass_chol, ws.minv_jt.column_mut(r));
+    }
     // G is symmetric: fill the upper triangle and mirror (nalgebra's dynamic gemm allocates).
-    let n = jac.nrows();
     for i in 0..n {
         for j in i..n {
             let mut g = 0.0;
-            for c in 0..jac.ncols() {
+            for c in 0..nv {
                 g += jac[(i, c)] * ws.minv_jt[(c, j)];
             }
             ws.delassus[(i, j)] = g;
             ws.delassus[(j, i)] = g;
         }
     }
-    ws.b.gemv(1.0, jac, &ws.v_free, 0.0);
-    for (i, phi) in ws.contacts.phi.iter().enumerate() {
-        ws.b[3 * i] += phi / h;
+    for r in 0..n {
+        let mut s = 0.0;
+        for c in 0..nv {
+            s += jac[(r, c)] * ws.v_free[c];
+        }
+        ws.b[r] = s;
+    }
+    for (a, &i) in ws.contacts.active.iter().enumerate() {
+        ws.b[3 * a] += ws.contacts.phi[i] / h;
+        ws.mu[a] = ws.contacts.mu[i];
     }
 }
 
-/// Stage 5: the contact problem, warm-started from the previous step, and the realized modes.
+/// Stage 5: the contact problem of the active contacts, warm-started from the previous step's
+/// impulses of the same candidates, scattered back per candidate with the realized modes.
 pub fn stage_solve(ws: &mut StepWorkspace, settings: &solver::Settings) -> solver::Info {
-    let warm = if ws.has_warm_start { Some(ws.lambda_warm.as_slice()) } else { None };
+    let ka = ws.contacts.n_active();
+    let n = 3 * ka;
+    for (a, &i) in ws.contacts.active.iter().enumerate() {
+        for r in 0..3 {
+            ws.warm_active[3 * a + r] = ws.lambda_warm[3 * i + r];
+        }
+    }
+    let warm = if ws.has_warm_start { Some(&ws.warm_active.as_slice()[..n]) } else { None };
     let info = ws.solver.solve(
         settings,
-        ws.delassus.as_view(),
-        ws.b.as_slice(),
-        &ws.contacts.mu,
+        ws.delassus.view((0, 0), (n, n)),
+        &ws.b.as_slice()[..n],
+        &ws.mu[..ka],
         warm,
-        ws.lambda.as_mut_slice(),
-        ws.w.as_mut_slice(),
+        &mut ws.lambda_active.as_mut_slice()[..n],
+        &mut ws.w_active.as_mut_slice()[..n],
     );
-    for i in 0..ws.contacts.k {
-        let r = 3 * i..3 * i + 3;
-        ws.modes[i] = classify(&ws.lambda.as_slice()[r.clone()], &ws.w.as_slice()[r], ws.contacts.mu[i], settings);
+    ws.lambda.fill(0.0);
+    ws.w.fill(0.0);
+    ws.modes.fill(ContactMode::Separated);
+    for (a, &i) in ws.contacts.active.iter().enumerate() {
+        for r in 0..3 {
+            ws.lambda[3 * i + r] = ws.lambda_active[3 * a + r];
+            ws.w[3 * i + r] = ws.w_active[3 * a + r];
+        }
+        let r = 3 * a..3 * a + 3;
+        ws.modes[i] = classify(&ws.lambda_active.as_slice()[r.clone()], &ws.w_active.as_slice()[r], ws.mu[a], settings);
     }
     info
 }
@@ -247,11 +301,14 @@ pub fn stage_integrate(
     q_next: &mut [f64],
     v_next: &mut [f64],
 ) {
-    let mut vn = nalgebra::DVectorViewMut::from_slice(v_next, model.nv);
-    vn.copy_from(&ws.v_free);
-    vn.gemv(1.0, &ws.minv_jt, &ws.lambda, 1.0);
+    let n = 3 * ws.contacts.n_active();
     for i in 0..model.nv {
-        ws.dq[i] = h * vn[i];
+        let mut s = ws.v_free[i];
+        for r in 0..n {
+            s += ws.minv_jt[(i, r)] * ws.lambda_active[r];
+        }
+        v_next[i] = s;
+        ws.dq[i] = h * s;
     }
     integrate(model, q, ws.dq.as_slice(), q_next);
 }
@@ -273,8 +330,13 @@ pub fn step(
 ) -> StepInfo {
     let h = settings.dt;
     let finite = |x: &[f64]| x.iter().all(|a| a.is_finite());
-    let mut info =
-        StepInfo { status: StepStatus::Ok, solver: solver::Info::not_run(), penetration: 0.0, active_contacts: 0 };
+    let mut info = StepInfo {
+        status: StepStatus::Ok,
+        solver: solver::Info::not_run(),
+        penetration: 0.0,
+        active_contacts: 0,
+        candidates_in_problem: 0,
+    };
     if !(finite(q) && finite(v) && finite(u) && finite(tau_ext)) {
         info.status = StepStatus::NonFinite;
         return info;
@@ -283,10 +345,17 @@ pub fn step(
         info.status = StepStatus::SingularMassMatrix;
         return info;
     }
-    stage_contacts(model, terrain, ws);
+    stage_contacts(model, terrain, ws, settings.contact_margin);
     info.penetration = ws.contacts.phi.iter().fold(0.0f64, |m, &p| m.max(-p));
     stage_free_velocity(model, ws, v, u, tau_ext, h);
-    if ws.contacts.k > 0 {
+    info.candidates_in_problem = ws.contacts.n_active();
+    if ws.contacts.n_active() == 0 {
+        // Nothing within reach: forget impulses so a later touchdown starts cold.
+        ws.lambda.fill(0.0);
+        ws.w.fill(0.0);
+        ws.modes.fill(ContactMode::Separated);
+        ws.lambda_warm.fill(0.0);
+    } else {
         stage_delassus(ws, h);
         info.solver = stage_solve(ws, &settings.solver);
         match info.solver.status {
