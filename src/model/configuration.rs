@@ -87,6 +87,36 @@ pub fn difference(model: &Model, q0: &[f64], q1: &[f64], out: &mut [f64]) {
     }
 }
 
+/// Jacobians of `integrate(q, dq)` in tangent coordinates (Pinocchio's `dIntegrate`):
+/// `d_dq` with respect to a tangent perturbation of `q`, `d_ddq` with respect to `dq`, both
+/// nv x nv and block diagonal per joint. For the free-flyer, `q ⊕ e ⊕ dq = (q ⊕ dq) ⊕
+/// Ad(exp(dq)^-1) e`, so `d_dq = Ad(exp(dq)^-1)`, and `d_ddq = J_r(dq)`, the right Jacobian of
+/// SE(3). One-DoF joints contribute identities.
+pub fn integrate_jacobians(
+    model: &Model,
+    dq: &[f64],
+    d_dq: &mut nalgebra::DMatrix<f64>,
+    d_ddq: &mut nalgebra::DMatrix<f64>,
+) {
+    d_dq.fill(0.0);
+    d_ddq.fill(0.0);
+    for j in &model.joints {
+        let iv = j.idx_v;
+        match j.kind {
+            JointKind::FreeFlyer => {
+                let nu = Vector6::from_column_slice(&dq[iv..iv + 6]);
+                let ad = exp6(&nu).inverse().action_matrix();
+                d_dq.view_mut((iv, iv), (6, 6)).copy_from(&ad);
+                d_ddq.view_mut((iv, iv), (6, 6)).copy_from(&crate::spatial::lie::jr6(&nu));
+            }
+            _ => {
+                d_dq[(iv, iv)] = 1.0;
+                d_ddq[(iv, iv)] = 1.0;
+            }
+        }
+    }
+}
+
 /// Re-normalizes the base quaternion in place (after user edits or parsing).
 pub fn normalize(model: &Model, q: &mut [f64]) {
     for j in &model.joints {
@@ -139,6 +169,39 @@ mod tests {
             assert!((back - &dq).norm() < 1e-12, "seed {seed}");
             let quat_norm = q1.rows(3, 4).norm();
             assert!((quat_norm - 1.0).abs() < 1e-14);
+        }
+    }
+
+    #[test]
+    fn integrate_jacobians_match_finite_differences() {
+        let model = builtin::quadruped().unwrap().model;
+        let nv = model.nv;
+        let (q, dq) = sample(&model, 11);
+        let mut jq = nalgebra::DMatrix::zeros(nv, nv);
+        let mut jv = nalgebra::DMatrix::zeros(nv, nv);
+        integrate_jacobians(&model, dq.as_slice(), &mut jq, &mut jv);
+        let mut q1 = q.clone();
+        integrate(&model, q.as_slice(), dq.as_slice(), q1.as_mut_slice());
+        let eps = 1e-6;
+        let (mut qa, mut qb, mut qp, mut out) = (q.clone(), q.clone(), q.clone(), DVector::zeros(nv));
+        for k in 0..nv {
+            let mut e = DVector::zeros(nv);
+            e[k] = eps;
+            // Perturb q in its tangent space.
+            integrate(&model, q.as_slice(), e.as_slice(), qa.as_mut_slice());
+            integrate(&model, qa.as_slice(), dq.as_slice(), qp.as_mut_slice());
+            difference(&model, q1.as_slice(), qp.as_slice(), out.as_mut_slice());
+            integrate(&model, q.as_slice(), (-&e).as_slice(), qb.as_mut_slice());
+            integrate(&model, qb.as_slice(), dq.as_slice(), qp.as_mut_slice());
+            let mut out2 = DVector::zeros(nv);
+            difference(&model, q1.as_slice(), qp.as_slice(), out2.as_mut_slice());
+            assert!(((&out - &out2) / (2.0 * eps) - jq.column(k)).norm() < 1e-7, "d/dq column {k}");
+            // Perturb dq.
+            integrate(&model, q.as_slice(), (&dq + &e).as_slice(), qp.as_mut_slice());
+            difference(&model, q1.as_slice(), qp.as_slice(), out.as_mut_slice());
+            integrate(&model, q.as_slice(), (&dq - &e).as_slice(), qp.as_mut_slice());
+            difference(&model, q1.as_slice(), qp.as_slice(), out2.as_mut_slice());
+            assert!(((&out - &out2) / (2.0 * eps) - jv.column(k)).norm() < 1e-7, "d/ddq column {k}");
         }
     }
 

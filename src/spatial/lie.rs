@@ -50,9 +50,56 @@ pub fn log6(m: &Se3) -> Vector6<f64> {
     Vector6::new(v.x, v.y, v.z, w.x, w.y, w.z)
 }
 
+/// Right Jacobian of SE(3) for `xi = [v; w]` (Barfoot 2017, eq. 7.86 with `J_r(xi) = J_l(-xi)`):
+/// `exp(xi + d) = exp(xi) exp(J_r(xi) d + O(d^2))`. Pinocchio's `Jexp6`.
+pub fn jr6(xi: &Vector6<f64>) -> nalgebra::Matrix6<f64> {
+    jl6(&-xi)
+}
+
+/// Left Jacobian of SE(3): `exp(xi + d) = exp(J_l(xi) d + O(d^2)) exp(xi)`.
+pub fn jl6(xi: &Vector6<f64>) -> nalgebra::Matrix6<f64> {
+    let rho = Vector3::new(xi[0], xi[1], xi[2]);
+    let phi = Vector3::new(xi[3], xi[4], xi[5]);
+    let j = se3_v(&phi);
+    let (p, r) = (skew(&phi), skew(&rho));
+    let t2 = phi.norm_squared();
+    let (a, b, c) = if t2 < 1e-6 {
+        (1.0 / 6.0 - t2 / 120.0, 1.0 / 24.0 - t2 / 720.0, 1.0 / 120.0 - t2 / 2520.0)
+    } else {
+        let t = t2.sqrt();
+        let (s, co) = (t.sin(), t.cos());
+        ((t - s) / (t2 * t), (t2 + 2.0 * co - 2.0) / (2.0 * t2 * t2), (2.0 * t - 3.0 * s + t * co) / (2.0 * t2 * t2 * t))
+    };
+    let q = 0.5 * r
+        + a * (p * r + r * p + p * r * p)
+        + b * (p * p * r + r * p * p - 3.0 * p * r * p)
+        + c * (p * r * p * p + p * p * r * p);
+    let mut out = nalgebra::Matrix6::zeros();
+    out.fixed_view_mut::<3, 3>(0, 0).copy_from(&j);
+    out.fixed_view_mut::<3, 3>(3, 3).copy_from(&j);
+    out.fixed_view_mut::<3, 3>(0, 3).copy_from(&q);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn right_jacobian_matches_finite_differences() {
+        for xi in [Vector6::new(0.3, -0.2, 0.5, 0.4, -0.7, 0.2), Vector6::new(0.3, -0.2, 0.5, 1e-5, 2e-5, -1e-5)] {
+            let jr = jr6(&xi);
+            let base = exp6(&xi);
+            for k in 0..6 {
+                let mut d = Vector6::zeros();
+                d[k] = 1e-6;
+                let plus = log6(&base.inverse().compose(&exp6(&(xi + d))));
+                let minus = log6(&base.inverse().compose(&exp6(&(xi - d))));
+                let col = (plus - minus) / 2e-6;
+                assert!((col - jr.column(k)).norm() < 1e-8, "column {k}: {col} vs {}", jr.column(k));
+            }
+        }
+    }
 
     #[test]
     fn exp_log_roundtrip() {
