@@ -52,6 +52,47 @@ pub struct TerrainBox {
     pub friction: f64,
 }
 
+/// A height map over a rectangle of the xy plane, bilinear between samples. Outside its
+/// rectangle it is absent (the ground plane is still there).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Heightfield {
+    /// World xy of sample `heights[0][0]` (m).
+    pub origin: [f64; 2],
+    /// Distance between samples along x and y (m).
+    #[serde(deserialize_with = "crate::scene::check::positive")]
+    pub spacing: f64,
+    /// `heights[j][i]` is the height at `origin + (i, j) * spacing` (m); at least 2 x 2, rows of
+    /// equal length.
+    #[serde(deserialize_with = "crate::scene::check::height_grid")]
+    pub heights: Vec<Vec<f64>>,
+    #[serde(deserialize_with = "crate::scene::check::friction")]
+    pub friction: f64,
+}
+
+impl Heightfield {
+    /// Signed distance along the local normal (first order in the height difference) and the
+    /// normal, or `None` outside the rectangle.
+    fn query(&self, p: &Vector3<f64>) -> Option<(f64, Vector3<f64>)> {
+        let (ny, nx) = (self.heights.len(), self.heights[0].len());
+        let fx = (p.x - self.origin[0]) / self.spacing;
+        let fy = (p.y - self.origin[1]) / self.spacing;
+        if !(fx >= 0.0 && fy >= 0.0 && fx <= (nx - 1) as f64 && fy <= (ny - 1) as f64) {
+            return None;
+        }
+        let i = (fx.floor() as usize).min(nx - 2);
+        let j = (fy.floor() as usize).min(ny - 2);
+        let (tx, ty) = (fx - i as f64, fy - j as f64);
+        let h = &self.heights;
+        let (h00, h10, h01, h11) = (h[j][i], h[j][i + 1], h[j + 1][i], h[j + 1][i + 1]);
+        let z = h00 * (1.0 - tx) * (1.0 - ty) + h10 * tx * (1.0 - ty) + h01 * (1.0 - tx) * ty + h11 * tx * ty;
+        let dzdx = ((h10 - h00) * (1.0 - ty) + (h11 - h01) * ty) / self.spacing;
+        let dzdy = ((h01 - h00) * (1.0 - tx) + (h11 - h10) * tx) / self.spacing;
+        let n = Vector3::new(-dzdx, -dzdy, 1.0).normalize();
+        Some(((p.z - z) * n.z, n))
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Terrain {
@@ -59,6 +100,8 @@ pub struct Terrain {
     pub ground: Ground,
     #[serde(default)]
     pub boxes: Vec<TerrainBox>,
+    #[serde(default)]
+    pub heightfields: Vec<Heightfield>,
 }
 
 /// Closest terrain feature to a point.
@@ -69,7 +112,7 @@ pub struct TerrainQuery {
     /// Unit normal pointing out of the terrain.
     pub normal: Vector3<f64>,
     pub friction: f64,
-    /// 0 for the ground, `1 + i` for box `i`.
+    /// 0 for the ground, `1 + i` for box `i`, `1 + boxes + i` for heightfield `i`.
     pub primitive: usize,
 }
 
@@ -121,7 +164,7 @@ impl TerrainBox {
 impl Terrain {
     /// Flat ground with the given friction.
     pub fn flat(friction: f64) -> Self {
-        Self { ground: Ground { friction, ..Ground::default() }, boxes: vec![] }
+        Self { ground: Ground { friction, ..Ground::default() }, boxes: vec![], heightfields: vec![] }
     }
 
     pub fn query(&self, p: &Vector3<f64>) -> TerrainQuery {
@@ -136,6 +179,14 @@ impl Terrain {
             let (d, n) = b.query(p);
             if d < best.distance {
                 best = TerrainQuery { distance: d, normal: n, friction: b.friction, primitive: i + 1 };
+            }
+        }
+        for (i, hf) in self.heightfields.iter().enumerate() {
+            if let Some((d, n)) = hf.query(p) {
+                if d < best.distance {
+                    let primitive = 1 + self.boxes.len() + i;
+                    best = TerrainQuery { distance: d, normal: n, friction: hf.friction, primitive };
+                }
             }
         }
         best
@@ -166,6 +217,7 @@ mod tests {
         let t = Terrain {
             ground: Ground::default(),
             boxes: vec![TerrainBox { center: [1.0, 0.0, 0.1], size: [0.4, 2.0, 0.2], yaw: 0.0, friction: 0.5 }],
+            heightfields: vec![],
         };
         let q = t.query(&Vector3::new(1.0, 0.0, 0.25));
         assert!((q.distance - 0.05).abs() < 1e-12 && (q.normal - Vector3::z()).norm() < 1e-12 && q.primitive == 1);
@@ -178,8 +230,29 @@ mod tests {
     }
 
     #[test]
+    fn heightfield_is_bilinear_with_upward_normals() {
+        let t = Terrain {
+            heightfields: vec![Heightfield {
+                origin: [0.0, 0.0],
+                spacing: 0.5,
+                heights: vec![vec![0.0, 0.1, 0.2], vec![0.0, 0.1, 0.2]],
+                friction: 0.7,
+            }],
+            ..Terrain::default()
+        };
+        // A ramp rising 0.2 per metre along x: at x = 0.75 the height is 0.15.
+        let q = t.query(&Vector3::new(0.75, 0.25, 0.25));
+        assert_eq!(q.primitive, 1);
+        let n = Vector3::new(-0.2, 0.0, 1.0).normalize();
+        assert!((q.normal - n).norm() < 1e-12);
+        assert!((q.distance - 0.1 * n.z).abs() < 1e-12);
+        // Outside the rectangle only the ground counts.
+        assert_eq!(t.query(&Vector3::new(-1.0, 0.25, 0.25)).primitive, 0);
+    }
+
+    #[test]
     fn slope_descends_towards_plus_x() {
-        let g = Terrain { ground: Ground { height: 0.0, slope: 0.2, friction: 1.0 }, boxes: vec![] };
+        let g = Terrain { ground: Ground { height: 0.0, slope: 0.2, friction: 1.0 }, ..Terrain::default() };
         let z_at = |x: f64| -(0.2f64).tan() * x;
         assert!(g.query(&Vector3::new(2.0, 0.0, z_at(2.0))).distance.abs() < 1e-12);
         assert!(z_at(1.0) < 0.0);

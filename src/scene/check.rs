@@ -72,3 +72,14 @@ pub fn positive_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::E
         _ => Ok(x),
     }
 }
+
+pub fn height_grid<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::Error> {
+    let g = Vec::<Vec<f64>>::deserialize(d)?;
+    if g.len() < 2 || g[0].len() < 2 || g.iter().any(|r| r.len() != g[0].len()) {
+        return Err(D::Error::custom("must be at least 2 x 2 with rows of equal length"));
+    }
+    if g.iter().flatten().any(|x| !x.is_finite()) {
+        return Err(D::Error::custom("heights must be finite"));
+    }
+    Ok(g)
+}

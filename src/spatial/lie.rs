@@ -68,7 +68,11 @@ pub fn jl6(xi: &Vector6<f64>) -> nalgebra::Matrix6<f64> {
     } else {
         let t = t2.sqrt();
         let (s, co) = (t.sin(), t.cos());
-        ((t - s) / (t2 * t), (t2 + 2.0 * co - 2.0) / (2.0 * t2 * t2), (2.0 * t - 3.0 * s + t * co) / (2.0 * t2 * t2 * t))
+        (
+            (t - s) / (t2 * t),
+            (t2 + 2.0 * co - 2.0) / (2.0 * t2 * t2),
+            (2.0 * t - 3.0 * s + t * co) / (2.0 * t2 * t2 * t),
+        )
     };
     let q = 0.5 * r
         + a * (p * r + r * p + p * r * p)
