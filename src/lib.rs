@@ -6,6 +6,7 @@
 
 pub mod check_dynamics;
 pub mod contact;
+pub mod diff;
 pub mod dynamics;
 pub mod io;
 pub mod model;
