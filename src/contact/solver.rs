@@ -353,6 +353,8 @@ pub struct ContactSolver {
     max_contacts: usize,
     /// Number of contacts of the last solve.
     k: usize,
+    /// Delassus matrix as given (3k x 3k, row-major, stride 3k).
+    graw: Vec<f64>,
     /// Normalized Delassus matrix `G / g` (3k x 3k, row-major, stride 3k).
     gt: Vec<f64>,
     /// Reduced Newton matrix, overwritten by its LU factors (3k x 3k, row-major).
@@ -406,6 +408,7 @@ impl ContactSolver {
         Self {
             max_contacts,
             k: 0,
+            graw: vec![0.0; n * n],
             gt: vec![0.0; n * n],
             lu: vec![0.0; n * n],
             piv: vec![0; n],
@@ -529,8 +532,16 @@ impl ContactSolver {
         if !sizes_ok || settings.validate().is_err() {
             return Info::failed(Status::InvalidInput);
         }
-        let finite =
-            g.iter().all(|x| x.is_finite()) && b.iter().all(|x| x.is_finite()) && mu.iter().all(|x| x.is_finite());
+        // Row-major copy (nalgebra's element iterator is slow for a 12 x 12 view).
+        let mut finite = true;
+        for c in 0..n {
+            for r in 0..n {
+                let x = g[(r, c)];
+                finite &= x.is_finite();
+                self.graw[r * n + c] = x;
+            }
+        }
+        let finite = finite && b.iter().all(|x| x.is_finite()) && mu.iter().all(|x| x.is_finite());
         if !finite {
             return Info::failed(Status::NonFinite);
         }
@@ -538,7 +549,7 @@ impl ContactSolver {
             return Info::failed(Status::InvalidInput);
         }
         self.k = k;
-        self.load(settings, g, b, mu);
+        self.load(settings, b, mu);
         let centering = match centering {
             Centering::Fixed(kappa) => Centering::Fixed(kappa / (self.vscale * self.lscale)),
             c => c,
@@ -580,18 +591,19 @@ impl ContactSolver {
                 *o = l * self.lscale;
             }
             // w from the physical data so that callers get exactly G lambda + b.
-            w.copy_from_slice(b);
-            for (col, &l) in g.column_iter().zip(lambda.iter()) {
-                for (w, &x) in w.iter_mut().zip(col.iter()) {
-                    *w += x * l;
+            for ((w, &b), row) in w.iter_mut().zip(b).zip(self.graw[..n * n].chunks_exact(n)) {
+                let mut acc = b;
+                for (&g, &l) in row.iter().zip(lambda.iter()) {
+                    acc += g * l;
                 }
+                *w = acc;
             }
         }
         info
     }
 
-    /// Copies and normalizes the problem data; sets `V`, `L`.
-    fn load(&mut self, settings: &Settings, g: DMatrixView<'_, f64>, b: &[f64], mu: &[f64]) {
+    /// Normalizes the problem data (`G` already copied to `graw`); sets `V`, `L`.
+    fn load(&mut self, settings: &Settings, b: &[f64], mu: &[f64]) {
         let k = self.k;
         let n = 3 * k;
         let mut v_app = 0.0_f64;
@@ -606,17 +618,15 @@ impl ContactSolver {
         if v <= 0.0 {
             v = 1.0;
         }
-        let mut gmax = (0..n).map(|j| g[(j, j)]).fold(0.0_f64, f64::max);
+        let mut gmax = (0..n).map(|j| self.graw[j * n + j]).fold(0.0_f64, f64::max);
         if gmax <= 0.0 {
             gmax = 1.0;
         }
         self.vscale = v;
         self.lscale = v / gmax;
         let inv_g = 1.0 / gmax;
-        for r in 0..n {
-            for c in 0..n {
-                self.gt[r * n + c] = g[(r, c)] * inv_g;
-            }
+        for (t, &x) in self.gt[..n * n].iter_mut().zip(&self.graw[..n * n]) {
+            *t = x * inv_g;
         }
         let inv_v = 1.0 / v;
         for (t, &x) in self.bt[..n].iter_mut().zip(b) {
@@ -1102,11 +1112,54 @@ fn soc_step(x: [f64; 3], dx: [f64; 3], c: f64) -> f64 {
     best
 }
 
+/// Dispatches a dense kernel to its fixed-size version for `n = 3k`, `k <= 4` (fully unrolled,
+/// no bounds checks in the loops), else to the general one.
+macro_rules! fixed_size {
+    ($n:expr, $fixed:ident, $general:ident, ($($arg:expr),*)) => {
+        match $n {
+            3 => $fixed::<3>($($arg),*),
+            6 => $fixed::<6>($($arg),*),
+            9 => $fixed::<9>($($arg),*),
+            12 => $fixed::<12>($($arg),*),
+            n => $general(n, $($arg),*),
+        }
+    };
+}
+
+/// The leading `n x n` block of a row-major buffer as an array of rows.
+fn rows<const N: usize>(a: &[f64]) -> &[[f64; N]; N] {
+    a[..N * N].as_chunks::<N>().0.try_into().expect("N rows")
+}
+
+fn rows_mut<const N: usize>(a: &mut [f64]) -> &mut [[f64; N]; N] {
+    a[..N * N].as_chunks_mut::<N>().0.try_into().expect("N rows")
+}
+
 /// `y = A x` for row-major `n x n` `A`.
 fn mat_vec(a: &[f64], n: usize, x: &[f64], y: &mut [f64]) {
+    fixed_size!(n, mat_vec_fixed, mat_vec_general, (a, x, y))
+}
+
+fn mat_vec_fixed<const N: usize>(a: &[f64], x: &[f64], y: &mut [f64]) {
+    let a = rows::<N>(a);
+    let x: &[f64; N] = x[..N].try_into().expect("N");
+    for (yr, row) in y[..N].iter_mut().zip(a) {
+        let mut acc = 0.0;
+        for c in 0..N {
+            acc += row[c] * x[c];
+        }
+        *yr = acc;
+    }
+}
+
+fn mat_vec_general(n: usize, a: &[f64], x: &[f64], y: &mut [f64]) {
     let x = &x[..n];
     for (yr, row) in y[..n].iter_mut().zip(a[..n * n].chunks_exact(n)) {
-        *yr = row.iter().zip(x).map(|(a, x)| a * x).sum();
+        let mut acc = 0.0;
+        for (a, x) in row.iter().zip(x) {
+            acc += a * x;
+        }
+        *yr = acc;
     }
 }
 
@@ -1114,7 +1167,49 @@ fn mat_vec(a: &[f64], n: usize, x: &[f64], y: &mut [f64]) {
 /// is zero, subnormal or non-finite. No threshold relative to the largest entry: rows of
 /// separated contacts carry `s/gamma` up to ~1e20 and must not make the others look singular.
 fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
-    let tiny = f64::MIN_POSITIVE;
+    fixed_size!(n, lu_factor_fixed, lu_factor_general, (a, piv))
+}
+
+/// A pivot [`lu_factor`] accepts.
+fn pivot_ok(pmax: f64) -> bool {
+    pmax >= f64::MIN_POSITIVE && pmax.is_finite()
+}
+
+fn lu_factor_fixed<const N: usize>(a: &mut [f64], piv: &mut [usize]) -> bool {
+    let a = rows_mut::<N>(a);
+    let piv: &mut [usize; N] = (&mut piv[..N]).try_into().expect("N");
+    for col in 0..N {
+        let mut p = col;
+        let mut pmax = a[col][col].abs();
+        for r in col + 1..N {
+            let v = a[r][col].abs();
+            if v > pmax {
+                pmax = v;
+                p = r;
+            }
+        }
+        if !pivot_ok(pmax) {
+            return false;
+        }
+        piv[col] = p;
+        a.swap(col, p);
+        let (top, bottom) = a.split_at_mut(col + 1);
+        let prow = &top[col];
+        let inv = 1.0 / prow[col];
+        for row in bottom {
+            let l = row[col] * inv;
+            row[col] = l;
+            if l != 0.0 {
+                for c in col + 1..N {
+                    row[c] -= l * prow[c];
+                }
+            }
+        }
+    }
+    true
+}
+
+fn lu_factor_general(n: usize, a: &mut [f64], piv: &mut [usize]) -> bool {
     let a = &mut a[..n * n];
     for col in 0..n {
         let mut p = col;
@@ -1126,7 +1221,7 @@ fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
                 p = col + 1 + r;
             }
         }
-        if !(pmax >= tiny && pmax.is_finite()) {
+        if !pivot_ok(pmax) {
             return false;
         }
         piv[col] = p;
@@ -1153,18 +1248,50 @@ fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
 
 /// Solves `A x = rhs` in place with the factors of [`lu_factor`].
 fn lu_solve(a: &[f64], n: usize, piv: &[usize], x: &mut [f64]) {
+    fixed_size!(n, lu_solve_fixed, lu_solve_general, (a, piv, x))
+}
+
+fn lu_solve_fixed<const N: usize>(a: &[f64], piv: &[usize], x: &mut [f64]) {
+    let a = rows::<N>(a);
+    let x: &mut [f64; N] = (&mut x[..N]).try_into().expect("N");
+    for (col, &p) in piv[..N].iter().enumerate() {
+        x.swap(col, p);
+    }
+    for r in 0..N {
+        let mut acc = x[r];
+        for c in 0..r {
+            acc -= a[r][c] * x[c];
+        }
+        x[r] = acc;
+    }
+    for r in (0..N).rev() {
+        let mut acc = x[r];
+        for c in r + 1..N {
+            acc -= a[r][c] * x[c];
+        }
+        x[r] = acc / a[r][r];
+    }
+}
+
+fn lu_solve_general(n: usize, a: &[f64], piv: &[usize], x: &mut [f64]) {
     let a = &a[..n * n];
     let x = &mut x[..n];
     for (col, &p) in piv[..n].iter().enumerate() {
         x.swap(col, p);
     }
     for (r, row) in a.chunks_exact(n).enumerate() {
-        let acc: f64 = row[..r].iter().zip(&x[..r]).map(|(a, x)| a * x).sum();
-        x[r] -= acc;
+        let mut acc = x[r];
+        for (a, x) in row[..r].iter().zip(&x[..r]) {
+            acc -= a * x;
+        }
+        x[r] = acc;
     }
     for (r, row) in a.chunks_exact(n).enumerate().rev() {
-        let acc: f64 = row[r + 1..].iter().zip(&x[r + 1..]).map(|(a, x)| a * x).sum();
-        x[r] = (x[r] - acc) / row[r];
+        let mut acc = x[r];
+        for (a, x) in row[r + 1..].iter().zip(&x[r + 1..]) {
+            acc -= a * x;
+        }
+        x[r] = acc / row[r];
     }
 }
 
@@ -1225,6 +1352,30 @@ mod tests {
         assert!((y[0] - y[1].hypot(y[2])).abs() < 1e-12 && y[0] > 0.0);
         // Moving towards the axis never leaves.
         assert_eq!(soc_step(x, [1.0, 0.0, 0.0], soc_det(x)), f64::INFINITY);
+    }
+
+    #[test]
+    fn fixed_and_general_kernels_agree() {
+        let n = 6;
+        let a0: Vec<f64> = (0..n * n).map(|j| ((j * 37 % 11) as f64 - 5.0) / (1.0 + (j % 7) as f64)).collect();
+        let (mut a1, mut a2) = (a0.clone(), a0.clone());
+        let (mut p1, mut p2) = ([0; 6], [0; 6]);
+        assert!(lu_factor_fixed::<6>(&mut a1, &mut p1));
+        assert!(lu_factor_general(n, &mut a2, &mut p2));
+        assert_eq!((a1.clone(), p1), (a2.clone(), p2));
+        let rhs: Vec<f64> = (0..n).map(|j| j as f64 - 2.5).collect();
+        let (mut x1, mut x2) = (rhs.clone(), rhs.clone());
+        lu_solve_fixed::<6>(&a1, &p1, &mut x1);
+        lu_solve_general(n, &a2, &p2, &mut x2);
+        assert_eq!(x1, x2);
+        let (mut y1, mut y2) = (vec![0.0; n], vec![0.0; n]);
+        mat_vec_fixed::<6>(&a0, &x1, &mut y1);
+        mat_vec_general(n, &a0, &x1, &mut y1.clone());
+        mat_vec_general(n, &a0, &x1, &mut y2);
+        assert_eq!(y1, y2);
+        for (y, r) in y1.iter().zip(&rhs) {
+            assert!((y - r).abs() < 1e-12);
+        }
     }
 
     #[test]
