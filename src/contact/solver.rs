@@ -336,6 +336,17 @@ const STALL_STEP: f64 = 1e-2;
 const STALL_COUNT: usize = 3;
 /// Re-centering restarts allowed per run.
 const MAX_RESTARTS: usize = 3;
+/// Fraction to the boundary of a fast-finish step.
+const TAU_MAX: f64 = 1.0 - 1e-9;
+/// Mean complementarity (normalized) below which a fast-finish step is tried.
+const FAST_FINISH_MU: f64 = 1e-3;
+/// Residual reduction a fast-finish step must achieve, unless it lands below
+/// `FAST_FINISH_TOL * tolerance` (a step that merely reaches the tolerance is not trusted: the
+/// residual bounds the impulse error only loosely).
+const FAST_FINISH_GAIN: f64 = 1e-3;
+const FAST_FINISH_TOL: f64 = 0.1;
+/// Halvings of a step that rounding pushed out of the cone interior.
+const MAX_STEP_CUTS: usize = 60;
 
 /// How the central-path parameter is chosen in a step.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -370,6 +381,10 @@ pub struct ContactSolver {
     w: Vec<f64>,
     s: Vec<f64>,
     psi: Vec<f64>,
+    /// The iterate before the step (for shortening a step).
+    lam0: Vec<f64>,
+    s0: Vec<f64>,
+    psi0: Vec<f64>,
     /// Newton direction (same layout as the iterate).
     dlam: Vec<f64>,
     dw: Vec<f64>,
@@ -418,6 +433,9 @@ impl ContactSolver {
             w: vec![0.0; n],
             s: vec![0.0; m],
             psi: vec![0.0; m],
+            lam0: vec![0.0; n],
+            s0: vec![0.0; m],
+            psi0: vec![0.0; m],
             dlam: vec![0.0; n],
             dw: vec![0.0; n],
             ds: vec![0.0; m],
@@ -702,7 +720,7 @@ impl ContactSolver {
             }
             iter += 1;
             info.iterations += 1;
-            match self.iterate(settings, centering) {
+            match self.iterate(settings, centering, kappa_res, residual) {
                 Ok((k, alpha)) => {
                     kappa = k;
                     short_steps = if alpha < STALL_STEP { short_steps + 1 } else { 0 };
@@ -730,20 +748,28 @@ impl ContactSolver {
 
     /// One Newton (or predictor-corrector) iteration from the current iterate, which it updates.
     /// Returns the central-path parameter targeted (normalized) and the step length.
-    fn iterate(&mut self, settings: &Settings, centering: Centering) -> Result<(f64, f64), Status> {
+    /// `residual` is the current residual (against `kappa_res`, as [`Self::residual`]).
+    fn iterate(
+        &mut self,
+        settings: &Settings,
+        centering: Centering,
+        kappa_res: f64,
+        residual: f64,
+    ) -> Result<(f64, f64), Status> {
+        let tolerance = settings.tolerance;
         let k = self.k;
         let n = 3 * k;
         self.assemble(self.rho, true);
         if !lu_factor(&mut self.lu[..n * n], n, &mut self.piv[..n]) {
             return Err(Status::LinearSolveFailed);
         }
+        let mu_c = self.mean_complementarity();
         let kappa = match centering {
             Centering::Fixed(kappa) => {
                 self.direction(kappa, false);
                 kappa
             }
             Centering::PredictorCorrector => {
-                let mu_c = self.mean_complementarity();
                 self.direction(0.0, false);
                 let alpha_aff = self.max_step().min(1.0);
                 let mu_aff = self.mean_complementarity_after(alpha_aff);
@@ -757,24 +783,74 @@ impl ContactSolver {
                 kappa
             }
         };
-        let alpha = (settings.fraction_to_boundary * self.max_step()).min(1.0);
-        for (l, d) in self.lam[..n].iter_mut().zip(&self.dlam[..n]) {
-            *l += alpha * d;
+        let alpha_max = self.max_step();
+        self.lam0[..n].copy_from_slice(&self.lam[..n]);
+        self.s0[..k].copy_from_slice(&self.s[..k]);
+        self.psi0[..k].copy_from_slice(&self.psi[..k]);
+        // Fast finish: with the fraction to the boundary `tau` fixed, the last steps converge
+        // only by a factor `1 - tau` each. Near the solution try `tau -> 1` first and keep that
+        // step only if it cuts the residual far more than a `tau` step could.
+        let tau = settings.fraction_to_boundary;
+        if mu_c <= FAST_FINISH_MU && alpha_max * tau < 1.0 {
+            let alpha = (TAU_MAX * alpha_max).min(1.0);
+            self.take_step(alpha);
+            if self.strictly_interior() {
+                let (res, _, _) = self.residual(kappa_res);
+                if res <= (FAST_FINISH_GAIN * residual).max(FAST_FINISH_TOL * tolerance) {
+                    return Ok((kappa, alpha));
+                }
+            }
         }
-        for (s, d) in self.s[..k].iter_mut().zip(&self.ds[..k]) {
-            *s += alpha * d;
+        let mut alpha = (tau * alpha_max).min(1.0);
+        for _ in 0..=MAX_STEP_CUTS {
+            self.take_step(alpha);
+            let finite = self.lam[..n].iter().chain(&self.s[..k]).chain(&self.psi[..k]).all(|x| x.is_finite());
+            if !finite {
+                return Err(Status::NonFinite);
+            }
+            // The step rule keeps the iterate inside in exact arithmetic; rounding (a cone
+            // determinant that cancels, `w` recomputed from `lambda`) may not. Then shorten.
+            if self.strictly_interior() {
+                return Ok((kappa, alpha));
+            }
+            alpha *= 0.5;
         }
-        for (p, d) in self.psi[..k].iter_mut().zip(&self.dpsi[..k]) {
-            *p += alpha * d;
+        // Not reached in practice: `alpha -> 0` returns to the (interior) previous iterate.
+        self.take_step(0.0);
+        Ok((kappa, 0.0))
+    }
+
+    /// Sets the iterate to the saved one plus `alpha` times the direction.
+    fn take_step(&mut self, alpha: f64) {
+        let k = self.k;
+        let n = 3 * k;
+        for ((l, &l0), d) in self.lam[..n].iter_mut().zip(&self.lam0[..n]).zip(&self.dlam[..n]) {
+            *l = l0 + alpha * d;
+        }
+        for ((s, &s0), d) in self.s[..k].iter_mut().zip(&self.s0[..k]).zip(&self.ds[..k]) {
+            *s = s0 + alpha * d;
+        }
+        for ((p, &p0), d) in self.psi[..k].iter_mut().zip(&self.psi0[..k]).zip(&self.dpsi[..k]) {
+            *p = p0 + alpha * d;
         }
         // Recomputing w (rather than w += alpha dw) keeps it exactly G~ lambda~ + b~.
         self.update_w();
-        let finite = self.lam[..n].iter().chain(&self.s[..k]).chain(&self.psi[..k]).all(|x| x.is_finite());
-        if finite {
-            Ok((kappa, alpha))
-        } else {
-            Err(Status::NonFinite)
-        }
+    }
+
+    /// Whether `gamma, s > 0` and `beta, eta` are strictly inside the cone, as the next
+    /// iteration computes them.
+    fn strictly_interior(&self) -> bool {
+        (0..self.k).all(|i| {
+            let gam = self.lam[3 * i];
+            let beta = [self.mu[i] * gam, self.lam[3 * i + 1], self.lam[3 * i + 2]];
+            let eta = [self.psi[i], self.w[3 * i + 1], self.w[3 * i + 2]];
+            gam > 0.0
+                && self.s[i] > 0.0
+                && beta[0] > 0.0
+                && eta[0] > 0.0
+                && soc_det(beta) >= f64::MIN_POSITIVE
+                && soc_det(eta) >= f64::MIN_POSITIVE
+        })
     }
 
     /// Writes `G~ + blkdiag(Lambda_i) + rho I` into `lu`. With `scaled`, `Lambda_i` uses the
@@ -1029,17 +1105,7 @@ fn nt_scaling(s: [f64; 3], z: [f64; 3], det_s: f64, det_z: f64) -> NtScaling {
     let ieta = 1.0 / eta;
     let c = 1.0 / (1.0 + a);
     let (m11, m12, m22) = (1.0 + c * q[0] * q[0], c * q[0] * q[1], 1.0 + c * q[1] * q[1]);
-    let w = [
-        eta * a,
-        eta * q[0],
-        eta * q[1],
-        eta * q[0],
-        eta * m11,
-        eta * m12,
-        eta * q[1],
-        eta * m12,
-        eta * m22,
-    ];
+    let w = [eta * a, eta * q[0], eta * q[1], eta * q[0], eta * m11, eta * m12, eta * q[1], eta * m12, eta * m22];
     let winv = [
         ieta * a,
         -ieta * q[0],
