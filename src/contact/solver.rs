@@ -50,6 +50,12 @@
 //! The step length is `min(1, tau alpha_max)` with `tau` the fraction-to-boundary (0.99) and
 //! `alpha_max` the largest step keeping `gamma, s > 0` and `beta, eta` in the cone, so every
 //! iterate satisfies `gamma > 0`, `s > 0`, `mu gamma > ||l_t||`, `psi > ||w_t||` strictly.
+//! Because rounding (a cancelling cone determinant, `w` recomputed from `lambda`) could still
+//! leave the interior, each new iterate is checked exactly as the next iteration evaluates it and
+//! the step is halved until it passes. **Fast finish:** with `tau` fixed the last steps converge
+//! only by a factor `1 - tau` each, so when the mean complementarity is below `1e-3` a step with
+//! `tau = 1 - 1e-9` is tried first and kept only if it cuts the residual by `1e-3` (or lands below
+//! `0.1 tolerance`); a warm-started standing solve then takes 2 iterations instead of 3.
 //!
 //! **Fixed kappa.** [`ContactSolver::solve_central_path`] solves the same system at a fixed
 //! `kappa > 0` by pure Newton (no predictor), for relaxed sensitivities; the reduced Newton matrix
