@@ -50,6 +50,12 @@
 //! The step length is `min(1, tau alpha_max)` with `tau` the fraction-to-boundary (0.99) and
 //! `alpha_max` the largest step keeping `gamma, s > 0` and `beta, eta` in the cone, so every
 //! iterate satisfies `gamma > 0`, `s > 0`, `mu gamma > ||l_t||`, `psi > ||w_t||` strictly.
+//! Because rounding (a cancelling cone determinant, `w` recomputed from `lambda`) could still
+//! leave the interior, each new iterate is checked exactly as the next iteration evaluates it and
+//! the step is halved until it passes. **Fast finish:** with `tau` fixed the last steps converge
+//! only by a factor `1 - tau` each, so when the mean complementarity is below `1e-3` a step with
+//! `tau = 1 - 1e-9` is tried first and kept only if it cuts the residual by `1e-3` (or lands below
+//! `0.1 tolerance`); a warm-started standing solve then takes 2 iterations instead of 3.
 //!
 //! **Fixed kappa.** [`ContactSolver::solve_central_path`] solves the same system at a fixed
 //! `kappa > 0` by pure Newton (no predictor), for relaxed sensitivities; the reduced Newton matrix
@@ -336,6 +342,17 @@ const STALL_STEP: f64 = 1e-2;
 const STALL_COUNT: usize = 3;
 /// Re-centering restarts allowed per run.
 const MAX_RESTARTS: usize = 3;
+/// Fraction to the boundary of a fast-finish step.
+const TAU_MAX: f64 = 1.0 - 1e-9;
+/// Mean complementarity (normalized) below which a fast-finish step is tried.
+const FAST_FINISH_MU: f64 = 1e-3;
+/// Residual reduction a fast-finish step must achieve, unless it lands below
+/// `FAST_FINISH_TOL * tolerance` (a step that merely reaches the tolerance is not trusted: the
+/// residual bounds the impulse error only loosely).
+const FAST_FINISH_GAIN: f64 = 1e-3;
+const FAST_FINISH_TOL: f64 = 0.1;
+/// Halvings of a step that rounding pushed out of the cone interior.
+const MAX_STEP_CUTS: usize = 60;
 
 /// How the central-path parameter is chosen in a step.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -353,6 +370,8 @@ pub struct ContactSolver {
     max_contacts: usize,
     /// Number of contacts of the last solve.
     k: usize,
+    /// Delassus matrix as given (3k x 3k, row-major, stride 3k).
+    graw: Vec<f64>,
     /// Normalized Delassus matrix `G / g` (3k x 3k, row-major, stride 3k).
     gt: Vec<f64>,
     /// Reduced Newton matrix, overwritten by its LU factors (3k x 3k, row-major).
@@ -368,6 +387,10 @@ pub struct ContactSolver {
     w: Vec<f64>,
     s: Vec<f64>,
     psi: Vec<f64>,
+    /// The iterate before the step (for shortening a step).
+    lam0: Vec<f64>,
+    s0: Vec<f64>,
+    psi0: Vec<f64>,
     /// Newton direction (same layout as the iterate).
     dlam: Vec<f64>,
     dw: Vec<f64>,
@@ -388,6 +411,9 @@ pub struct ContactSolver {
     tmat: Vec<f64>,
     /// First component of `W^-1 r_hat` per contact (k), for recovering `dpsi`.
     q0: Vec<f64>,
+    /// Per contact `det(beta)`, `det(eta)` (2k) and `det(lambda_nt)` (k) of the current iterate.
+    dets: Vec<f64>,
+    detl: Vec<f64>,
     /// Velocity and impulse scales of the last solve.
     vscale: f64,
     lscale: f64,
@@ -403,6 +429,7 @@ impl ContactSolver {
         Self {
             max_contacts,
             k: 0,
+            graw: vec![0.0; n * n],
             gt: vec![0.0; n * n],
             lu: vec![0.0; n * n],
             piv: vec![0; n],
@@ -412,6 +439,9 @@ impl ContactSolver {
             w: vec![0.0; n],
             s: vec![0.0; m],
             psi: vec![0.0; m],
+            lam0: vec![0.0; n],
+            s0: vec![0.0; m],
+            psi0: vec![0.0; m],
             dlam: vec![0.0; n],
             dw: vec![0.0; n],
             ds: vec![0.0; m],
@@ -425,6 +455,8 @@ impl ContactSolver {
             lnt: vec![0.0; 3 * m],
             tmat: vec![0.0; 9 * m],
             q0: vec![0.0; m],
+            dets: vec![0.0; 2 * m],
+            detl: vec![0.0; m],
             vscale: 1.0,
             lscale: 1.0,
             rho: 0.0,
@@ -524,8 +556,16 @@ impl ContactSolver {
         if !sizes_ok || settings.validate().is_err() {
             return Info::failed(Status::InvalidInput);
         }
-        let finite =
-            g.iter().all(|x| x.is_finite()) && b.iter().all(|x| x.is_finite()) && mu.iter().all(|x| x.is_finite());
+        // Row-major copy (nalgebra's element iterator is slow for a 12 x 12 view).
+        let mut finite = true;
+        for c in 0..n {
+            for r in 0..n {
+                let x = g[(r, c)];
+                finite &= x.is_finite();
+                self.graw[r * n + c] = x;
+            }
+        }
+        let finite = finite && b.iter().all(|x| x.is_finite()) && mu.iter().all(|x| x.is_finite());
         if !finite {
             return Info::failed(Status::NonFinite);
         }
@@ -533,7 +573,7 @@ impl ContactSolver {
             return Info::failed(Status::InvalidInput);
         }
         self.k = k;
-        self.load(settings, g, b, mu);
+        self.load(settings, b, mu);
         let centering = match centering {
             Centering::Fixed(kappa) => Centering::Fixed(kappa / (self.vscale * self.lscale)),
             c => c,
@@ -575,19 +615,19 @@ impl ContactSolver {
                 *o = l * self.lscale;
             }
             // w from the physical data so that callers get exactly G lambda + b.
-            for r in 0..n {
-                let mut acc = b[r];
-                for c in 0..n {
-                    acc += g[(r, c)] * lambda[c];
+            for ((w, &b), row) in w.iter_mut().zip(b).zip(self.graw[..n * n].chunks_exact(n)) {
+                let mut acc = b;
+                for (&g, &l) in row.iter().zip(lambda.iter()) {
+                    acc += g * l;
                 }
-                w[r] = acc;
+                *w = acc;
             }
         }
         info
     }
 
-    /// Copies and normalizes the problem data; sets `V`, `L`.
-    fn load(&mut self, settings: &Settings, g: DMatrixView<'_, f64>, b: &[f64], mu: &[f64]) {
+    /// Normalizes the problem data (`G` already copied to `graw`); sets `V`, `L`.
+    fn load(&mut self, settings: &Settings, b: &[f64], mu: &[f64]) {
         let k = self.k;
         let n = 3 * k;
         let mut v_app = 0.0_f64;
@@ -602,17 +642,15 @@ impl ContactSolver {
         if v <= 0.0 {
             v = 1.0;
         }
-        let mut gmax = (0..n).map(|j| g[(j, j)]).fold(0.0_f64, f64::max);
+        let mut gmax = (0..n).map(|j| self.graw[j * n + j]).fold(0.0_f64, f64::max);
         if gmax <= 0.0 {
             gmax = 1.0;
         }
         self.vscale = v;
         self.lscale = v / gmax;
         let inv_g = 1.0 / gmax;
-        for r in 0..n {
-            for c in 0..n {
-                self.gt[r * n + c] = g[(r, c)] * inv_g;
-            }
+        for (t, &x) in self.gt[..n * n].iter_mut().zip(&self.graw[..n * n]) {
+            *t = x * inv_g;
         }
         let inv_v = 1.0 / v;
         for (t, &x) in self.bt[..n].iter_mut().zip(b) {
@@ -639,7 +677,7 @@ impl ContactSolver {
             let gam = self.lam[3 * i].max(mu0 / s0.max(root));
             self.lam[3 * i] = gam;
             let cap = shrink * self.mu[i] * gam;
-            let nt = self.lam[3 * i + 1].hypot(self.lam[3 * i + 2]);
+            let nt = norm2(self.lam[3 * i + 1], self.lam[3 * i + 2]);
             if nt > cap {
                 let f = cap / nt;
                 self.lam[3 * i + 1] *= f;
@@ -650,7 +688,7 @@ impl ContactSolver {
         for i in 0..k {
             let gam = self.lam[3 * i];
             self.s[i] = self.w[3 * i].max(mu0 / gam);
-            self.psi[i] = self.w[3 * i + 1].hypot(self.w[3 * i + 2]) + mu0 / (self.mu[i] * gam);
+            self.psi[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]) + mu0 / (self.mu[i] * gam);
         }
     }
 
@@ -664,15 +702,15 @@ impl ContactSolver {
             Centering::Fixed(kappa) => kappa,
             Centering::PredictorCorrector => self.mean_complementarity(),
         };
-        info.min_iterate_cone_margin = info.min_iterate_cone_margin.min(self.cone_margin());
         let mut iter = 0;
         let mut short_steps = 0;
         let mut restarts = 0;
         loop {
-            let (residual, comp) = self.residual(kappa_res);
+            let (residual, comp, margin) = self.residual(kappa_res);
             info.residual = residual;
             info.complementarity = comp;
-            info.cone_margin = self.cone_margin() * self.lscale;
+            info.cone_margin = margin * self.lscale;
+            info.min_iterate_cone_margin = info.min_iterate_cone_margin.min(info.cone_margin);
             info.kappa = kappa * self.vscale * self.lscale;
             if !residual.is_finite() {
                 info.status = Status::NonFinite;
@@ -688,7 +726,7 @@ impl ContactSolver {
             }
             iter += 1;
             info.iterations += 1;
-            match self.iterate(settings, centering) {
+            match self.iterate(settings, centering, kappa_res, residual) {
                 Ok((k, alpha)) => {
                     kappa = k;
                     short_steps = if alpha < STALL_STEP { short_steps + 1 } else { 0 };
@@ -711,27 +749,33 @@ impl ContactSolver {
                 self.initialize(mu0);
                 kappa = self.mean_complementarity();
             }
-            let margin = self.cone_margin();
-            info.min_iterate_cone_margin = info.min_iterate_cone_margin.min(margin * self.lscale);
         }
     }
 
     /// One Newton (or predictor-corrector) iteration from the current iterate, which it updates.
     /// Returns the central-path parameter targeted (normalized) and the step length.
-    fn iterate(&mut self, settings: &Settings, centering: Centering) -> Result<(f64, f64), Status> {
+    /// `residual` is the current residual (against `kappa_res`, as [`Self::residual`]).
+    fn iterate(
+        &mut self,
+        settings: &Settings,
+        centering: Centering,
+        kappa_res: f64,
+        residual: f64,
+    ) -> Result<(f64, f64), Status> {
+        let tolerance = settings.tolerance;
         let k = self.k;
         let n = 3 * k;
         self.assemble(self.rho, true);
         if !lu_factor(&mut self.lu[..n * n], n, &mut self.piv[..n]) {
             return Err(Status::LinearSolveFailed);
         }
+        let mu_c = self.mean_complementarity();
         let kappa = match centering {
             Centering::Fixed(kappa) => {
                 self.direction(kappa, false);
                 kappa
             }
             Centering::PredictorCorrector => {
-                let mu_c = self.mean_complementarity();
                 self.direction(0.0, false);
                 let alpha_aff = self.max_step().min(1.0);
                 let mu_aff = self.mean_complementarity_after(alpha_aff);
@@ -745,30 +789,80 @@ impl ContactSolver {
                 kappa
             }
         };
-        let alpha = (settings.fraction_to_boundary * self.max_step()).min(1.0);
-        for j in 0..n {
-            self.lam[j] += alpha * self.dlam[j];
+        let alpha_max = self.max_step();
+        self.lam0[..n].copy_from_slice(&self.lam[..n]);
+        self.s0[..k].copy_from_slice(&self.s[..k]);
+        self.psi0[..k].copy_from_slice(&self.psi[..k]);
+        // Fast finish: with the fraction to the boundary `tau` fixed, the last steps converge
+        // only by a factor `1 - tau` each. Near the solution try `tau -> 1` first and keep that
+        // step only if it cuts the residual far more than a `tau` step could.
+        let tau = settings.fraction_to_boundary;
+        if mu_c <= FAST_FINISH_MU && alpha_max * tau < 1.0 {
+            let alpha = (TAU_MAX * alpha_max).min(1.0);
+            self.take_step(alpha);
+            if self.strictly_interior() {
+                let (res, _, _) = self.residual(kappa_res);
+                if res <= (FAST_FINISH_GAIN * residual).max(FAST_FINISH_TOL * tolerance) {
+                    return Ok((kappa, alpha));
+                }
+            }
         }
-        for i in 0..k {
-            self.s[i] += alpha * self.ds[i];
-            self.psi[i] += alpha * self.dpsi[i];
+        let mut alpha = (tau * alpha_max).min(1.0);
+        for _ in 0..=MAX_STEP_CUTS {
+            self.take_step(alpha);
+            let finite = self.lam[..n].iter().chain(&self.s[..k]).chain(&self.psi[..k]).all(|x| x.is_finite());
+            if !finite {
+                return Err(Status::NonFinite);
+            }
+            // The step rule keeps the iterate inside in exact arithmetic; rounding (a cone
+            // determinant that cancels, `w` recomputed from `lambda`) may not. Then shorten.
+            if self.strictly_interior() {
+                return Ok((kappa, alpha));
+            }
+            alpha *= 0.5;
+        }
+        // Not reached in practice: `alpha -> 0` returns to the (interior) previous iterate.
+        self.take_step(0.0);
+        Ok((kappa, 0.0))
+    }
+
+    /// Sets the iterate to the saved one plus `alpha` times the direction.
+    fn take_step(&mut self, alpha: f64) {
+        let k = self.k;
+        let n = 3 * k;
+        for ((l, &l0), d) in self.lam[..n].iter_mut().zip(&self.lam0[..n]).zip(&self.dlam[..n]) {
+            *l = l0 + alpha * d;
+        }
+        for ((s, &s0), d) in self.s[..k].iter_mut().zip(&self.s0[..k]).zip(&self.ds[..k]) {
+            *s = s0 + alpha * d;
+        }
+        for ((p, &p0), d) in self.psi[..k].iter_mut().zip(&self.psi0[..k]).zip(&self.dpsi[..k]) {
+            *p = p0 + alpha * d;
         }
         // Recomputing w (rather than w += alpha dw) keeps it exactly G~ lambda~ + b~.
         self.update_w();
-        let finite = self.lam[..n].iter().all(|x| x.is_finite())
-            && self.s[..k].iter().all(|x| x.is_finite())
-            && self.psi[..k].iter().all(|x| x.is_finite());
-        if finite {
-            Ok((kappa, alpha))
-        } else {
-            Err(Status::NonFinite)
-        }
+    }
+
+    /// Whether `gamma, s > 0` and `beta, eta` are strictly inside the cone, as the next
+    /// iteration computes them.
+    fn strictly_interior(&self) -> bool {
+        (0..self.k).all(|i| {
+            let gam = self.lam[3 * i];
+            let beta = [self.mu[i] * gam, self.lam[3 * i + 1], self.lam[3 * i + 2]];
+            let eta = [self.psi[i], self.w[3 * i + 1], self.w[3 * i + 2]];
+            gam > 0.0
+                && self.s[i] > 0.0
+                && beta[0] > 0.0
+                && eta[0] > 0.0
+                && soc_det(beta) >= f64::MIN_POSITIVE
+                && soc_det(eta) >= f64::MIN_POSITIVE
+        })
     }
 
     /// Writes `G~ + blkdiag(Lambda_i) + rho I` into `lu`. With `scaled`, `Lambda_i` uses the
     /// Nesterov-Todd scaling of `(beta, eta)` (the search direction) and the scaling is stored
-    /// for [`Self::direction`]; without, it is the plain Jacobian of the relaxed residual,
-    /// rows 1-2 of `Arw(beta)^-1 Arw(eta) diag(mu, 1, 1)`.
+    /// for [`Self::direction`] and [`Self::max_step`]; without, it is the plain Jacobian of the
+    /// relaxed residual, rows 1-2 of `Arw(beta)^-1 Arw(eta) diag(mu, 1, 1)`.
     fn assemble(&mut self, rho: f64, scaled: bool) {
         let k = self.k;
         let n = 3 * k;
@@ -782,11 +876,15 @@ impl ContactSolver {
             let beta = [mu * gam, self.lam[3 * i + 1], self.lam[3 * i + 2]];
             let eta = [self.psi[i], self.w[3 * i + 1], self.w[3 * i + 2]];
             let m = if scaled {
-                let (w, winv, l) = nt_scaling(beta, eta);
-                self.wnt[9 * i..9 * i + 9].copy_from_slice(&w);
-                self.winv[9 * i..9 * i + 9].copy_from_slice(&winv);
-                self.lnt[3 * i..3 * i + 3].copy_from_slice(&l);
-                mat3_mul(&winv, &winv)
+                let (db, de) = (soc_det(beta), soc_det(eta));
+                let nt = nt_scaling(beta, eta, db, de);
+                self.dets[2 * i] = db;
+                self.dets[2 * i + 1] = de;
+                self.detl[i] = nt.det_l;
+                self.wnt[9 * i..9 * i + 9].copy_from_slice(&nt.w);
+                self.winv[9 * i..9 * i + 9].copy_from_slice(&nt.winv);
+                self.lnt[3 * i..3 * i + 3].copy_from_slice(&nt.l);
+                mat3_mul(&nt.winv, &nt.winv)
             } else {
                 mat3_mul(&arrow_inverse(beta), &arrow(eta))
             };
@@ -798,8 +896,9 @@ impl ContactSolver {
             let row0 = 3 * i * n + 3 * i;
             self.lu[row0] += self.s[i] / gam;
             for r in 1..3 {
-                for c in 0..3 {
-                    self.lu[row0 + r * n + c] += t[3 * r + c];
+                let row = &mut self.lu[row0 + r * n..row0 + r * n + 3];
+                for (x, &y) in row.iter_mut().zip(&t[3 * r..3 * r + 3]) {
+                    *x += y;
                 }
             }
         }
@@ -810,7 +909,9 @@ impl ContactSolver {
     ///
     /// Normal pair: `s dgamma + gamma ds = kappa - gamma s (- dgamma_a ds_a)`, `ds = dw_n - r1`.
     /// Cone pair (NT): `W^-1 dbeta + W deta = r_hat`,
-    /// `r_hat = lambda_nt^-1 o (kappa e - lambda_nt o lambda_nt (- (W^-1 dbeta_a) o (W deta_a)))`.
+    /// `r_hat = lambda_nt^-1 o (kappa e - lambda_nt o lambda_nt (- (W^-1 dbeta_a) o (W deta_a)))`
+    /// `= -lambda_nt + kappa lambda_nt^-1 (- lambda_nt^-1 o c)`, with `Arw(lambda_nt)^-1` applied in
+    /// closed form from the accurately computed `det(lambda_nt)`.
     fn direction(&mut self, kappa: f64, corrector: bool) {
         let k = self.k;
         let n = 3 * k;
@@ -821,20 +922,22 @@ impl ContactSolver {
             let r1 = s - self.w[3 * i];
             let mut r2 = gam * s - kappa;
             let l = [self.lnt[3 * i], self.lnt[3 * i + 1], self.lnt[3 * i + 2]];
-            let mut target = jordan(l, l);
-            target[0] -= kappa;
+            let inv_det = 1.0 / self.detl[i];
+            let winv = &self.winv[9 * i..9 * i + 9];
+            // Arw(l)^-1 (kappa e) = kappa (l0, -l1, -l2) / det(l).
+            let kd = kappa * inv_det;
+            let mut r_hat = [-l[0] + kd * l[0], -l[1] - kd * l[1], -l[2] - kd * l[2]];
             if corrector {
                 r2 += self.alam[3 * i] * self.as_[i];
                 let dbeta = [mu * self.alam[3 * i], self.alam[3 * i + 1], self.alam[3 * i + 2]];
                 let deta = [self.apsi[i], self.aw[3 * i + 1], self.aw[3 * i + 2]];
-                let c =
-                    jordan(mat3_vec(&self.winv[9 * i..9 * i + 9], dbeta), mat3_vec(&self.wnt[9 * i..9 * i + 9], deta));
-                for (t, c) in target.iter_mut().zip(c) {
-                    *t += c;
+                let c = jordan(mat3_vec(winv, dbeta), mat3_vec(&self.wnt[9 * i..9 * i + 9], deta));
+                let x = arrow_solve(l, inv_det, c);
+                for (r, x) in r_hat.iter_mut().zip(x) {
+                    *r -= x;
                 }
             }
-            let r_hat = mat3_vec(&arrow_inverse(l), [-target[0], -target[1], -target[2]]);
-            let q = mat3_vec(&self.winv[9 * i..9 * i + 9], r_hat);
+            let q = mat3_vec(winv, r_hat);
             self.dlam[3 * i] = r1 - r2 / gam;
             self.dlam[3 * i + 1] = q[1];
             self.dlam[3 * i + 2] = q[2];
@@ -851,7 +954,7 @@ impl ContactSolver {
     }
 
     /// Largest step along the current direction that keeps `gamma, s >= 0` and `beta, eta` in
-    /// the cone (may be infinite).
+    /// the cone (may be infinite). Uses the cone determinants stored by [`Self::assemble`].
     fn max_step(&self) -> f64 {
         let mut alpha = f64::INFINITY;
         for i in 0..self.k {
@@ -863,7 +966,7 @@ impl ContactSolver {
             let dbeta = [mu * dgam, self.dlam[3 * i + 1], self.dlam[3 * i + 2]];
             let eta = [self.psi[i], self.w[3 * i + 1], self.w[3 * i + 2]];
             let deta = [self.dpsi[i], self.dw[3 * i + 1], self.dw[3 * i + 2]];
-            alpha = alpha.min(soc_step(beta, dbeta)).min(soc_step(eta, deta));
+            alpha = alpha.min(soc_step(beta, dbeta, self.dets[2 * i])).min(soc_step(eta, deta, self.dets[2 * i + 1]));
         }
         alpha
     }
@@ -874,49 +977,52 @@ impl ContactSolver {
     }
 
     fn mean_complementarity_after(&self, alpha: f64) -> f64 {
+        let k = self.k;
+        let n = 3 * k;
         let mut acc = 0.0;
-        for i in 0..self.k {
-            let at = |x: &[f64], d: &[f64], j: usize| x[j] + alpha * d[j];
-            let gam = at(&self.lam, &self.dlam, 3 * i);
-            let s = at(&self.s, &self.ds, i);
-            let psi = at(&self.psi, &self.dpsi, i);
-            let lt = [at(&self.lam, &self.dlam, 3 * i + 1), at(&self.lam, &self.dlam, 3 * i + 2)];
-            let wt = [at(&self.w, &self.dw, 3 * i + 1), at(&self.w, &self.dw, 3 * i + 2)];
-            acc += gam * s + self.mu[i] * gam * psi + lt[0] * wt[0] + lt[1] * wt[1];
+        let lam = self.lam[..n].chunks_exact(3).zip(self.dlam[..n].chunks_exact(3));
+        let w = self.w[..n].chunks_exact(3).zip(self.dw[..n].chunks_exact(3));
+        let sp = self.s[..k].iter().zip(&self.ds[..k]).zip(self.psi[..k].iter().zip(&self.dpsi[..k]));
+        for (((l, dl), (w, dw)), (((s, ds), (p, dp)), mu)) in lam.zip(w).zip(sp.zip(&self.mu[..k])) {
+            let gam = l[0] + alpha * dl[0];
+            let s = s + alpha * ds;
+            let psi = p + alpha * dp;
+            let lt = [l[1] + alpha * dl[1], l[2] + alpha * dl[2]];
+            let wt = [w[1] + alpha * dw[1], w[2] + alpha * dw[2]];
+            acc += gam * s + mu * gam * psi + lt[0] * wt[0] + lt[1] * wt[1];
         }
-        acc / (2 * self.k.max(1)) as f64
+        acc / (2 * k.max(1)) as f64
     }
 
-    /// Scaled residual against target `kappa` and the `kappa = 0` complementarity (module docs).
-    fn residual(&self, kappa: f64) -> (f64, f64) {
+    /// Scaled residual against target `kappa`, the `kappa = 0` complementarity (module docs) and
+    /// the cone margin `min_i (mu_i gamma_i - ||l_t,i||)` (normalized), in one pass.
+    fn residual(&self, kappa: f64) -> (f64, f64, f64) {
+        let k = self.k;
+        let n = 3 * k;
         let mut prim = 0.0_f64;
         let mut dev = 0.0_f64;
         let mut comp = 0.0_f64;
-        for i in 0..self.k {
-            let gam = self.lam[3 * i];
-            let beta = [self.mu[i] * gam, self.lam[3 * i + 1], self.lam[3 * i + 2]];
-            let eta = [self.psi[i], self.w[3 * i + 1], self.w[3 * i + 2]];
+        let mut margin = f64::INFINITY;
+        let mut nan = false;
+        let per = self.lam[..n].chunks_exact(3).zip(self.w[..n].chunks_exact(3));
+        for ((l, w), ((&s, &psi), &mu)) in per.zip(self.s[..k].iter().zip(&self.psi[..k]).zip(&self.mu[..k])) {
+            let gam = l[0];
+            let beta = [mu * gam, l[1], l[2]];
+            let eta = [psi, w[1], w[2]];
             let j = jordan(beta, eta);
-            let gs = gam * self.s[i];
-            prim = prim.max((self.s[i] - self.w[3 * i]).abs());
+            let gs = gam * s;
+            prim = prim.max((s - w[0]).abs());
             let tang = j[1].abs().max(j[2].abs());
             comp = comp.max(gs.abs()).max(j[0].abs()).max(tang);
             dev = dev.max((gs - kappa).abs()).max((j[0] - kappa).abs()).max(tang);
+            margin = margin.min(beta[0] - norm2(l[1], l[2]));
+            // NaN must not hide behind `max` (which drops NaN operands).
+            nan |= l.iter().chain(w).any(|x| x.is_nan());
         }
-        // NaN must not hide behind `max` (which drops NaN operands).
-        let any_nan =
-            self.lam[..3 * self.k].iter().any(|x| x.is_nan()) || self.w[..3 * self.k].iter().any(|x| x.is_nan());
-        if any_nan {
-            return (f64::NAN, f64::NAN);
+        if nan {
+            return (f64::NAN, f64::NAN, f64::NAN);
         }
-        (prim.max(dev), comp)
-    }
-
-    /// `min_i (mu_i gamma_i - ||l_t,i||)`, normalized.
-    fn cone_margin(&self) -> f64 {
-        (0..self.k)
-            .map(|i| self.mu[i] * self.lam[3 * i] - self.lam[3 * i + 1].hypot(self.lam[3 * i + 2]))
-            .fold(f64::INFINITY, f64::min)
+        (prim.max(dev), comp, margin)
     }
 
     fn update_w(&mut self) {
@@ -926,6 +1032,19 @@ impl ContactSolver {
             *w += b;
         }
     }
+}
+
+/// `sqrt(a^2 + b^2)` without `hypot`'s overflow protection (normalized data never needs it, and
+/// `hypot` costs tens of nanoseconds).
+fn norm2(a: f64, b: f64) -> f64 {
+    (a * a + b * b).sqrt()
+}
+
+/// `det(x) = x0^2 - ||x1||^2` of the second-order cone, as `(x0 - ||x1||)(x0 + ||x1||)`, which
+/// loses less precision near the boundary.
+fn soc_det(x: [f64; 3]) -> f64 {
+    let nx = norm2(x[1], x[2]);
+    (x[0] - nx) * (x[0] + nx)
 }
 
 /// Jordan product of the second-order cone, `x o y = (x^T y, x0 y1 + y0 x1)`.
@@ -941,10 +1060,7 @@ fn arrow(x: [f64; 3]) -> [f64; 9] {
 /// `Arw(x)^-1 = 1/det [[x0, -x1^T], [-x1, (det/x0) I + x1 x1^T / x0]]`, `det = x0^2 - ||x1||^2`;
 /// `x` is strictly inside the cone (guaranteed by the step rule).
 fn arrow_inverse(x: [f64; 3]) -> [f64; 9] {
-    // (x0 - |x1|)(x0 + |x1|) loses less precision than x0^2 - |x1|^2 near the boundary.
-    let nx = x[1].hypot(x[2]);
-    let det = (x[0] - nx) * (x[0] + nx);
-    let inv = 1.0 / det;
+    let inv = 1.0 / soc_det(x);
     let inv0 = 1.0 / x[0];
     [
         x[0] * inv,
@@ -959,41 +1075,60 @@ fn arrow_inverse(x: [f64; 3]) -> [f64; 9] {
     ]
 }
 
+/// `Arw(x)^-1 v` given `1 / det(x)`: `y0 = (x0 v0 - x1^T v1) / det`, `y1 = (v1 - y0 x1) / x0`.
+fn arrow_solve(x: [f64; 3], inv_det: f64, v: [f64; 3]) -> [f64; 3] {
+    let y0 = (x[0] * v[0] - x[1] * v[1] - x[2] * v[2]) * inv_det;
+    let inv0 = 1.0 / x[0];
+    [y0, (v[1] - y0 * x[1]) * inv0, (v[2] - y0 * x[2]) * inv0]
+}
+
+/// Nesterov-Todd scaling of one cone pair (see [`nt_scaling`]).
+struct NtScaling {
+    w: [f64; 9],
+    winv: [f64; 9],
+    l: [f64; 3],
+    /// `det(lambda) = sqrt(det(s) det(z))`.
+    det_l: f64,
+}
+
 /// Nesterov-Todd scaling of `s, z` strictly inside the second-order cone (as in ECOS, Domahidi
-/// et al. 2013, and CVXOPT, Vandenberghe 2010): the symmetric `W` with `W z = W^-1 s = lambda`.
-/// Returns `(W, W^-1, lambda)`. With `J = diag(1, -1, -1)`, `s_ = s / sqrt(s'Js)`,
-/// `z_ = z / sqrt(z'Jz)`, `g = sqrt((1 + z_'s_) / 2)`, `a = (s_0 + z_0) / (2g)`,
-/// `q = (s_1 - z_1) / (2g)` (so `a^2 - |q|^2 = 1`) and `eta = (s'Js / z'Jz)^(1/4)`:
-/// `W = eta [[a, q'], [q, I + q q' / (1 + a)]]`, `W^-1 = J W J / eta^2`.
-fn nt_scaling(s: [f64; 3], z: [f64; 3]) -> ([f64; 9], [f64; 9], [f64; 3]) {
-    let det = |x: [f64; 3]| {
-        let nx = x[1].hypot(x[2]);
-        (x[0] - nx) * (x[0] + nx)
-    };
-    let (ds, dz) = (det(s).sqrt(), det(z).sqrt());
-    let sb = [s[0] / ds, s[1] / ds, s[2] / ds];
-    let zb = [z[0] / dz, z[1] / dz, z[2] / dz];
+/// et al. 2013, and CVXOPT, Vandenberghe 2010): the symmetric `W` with `W z = W^-1 s = lambda`,
+/// given `det_s = s'Js`, `det_z = z'Jz` (computed by [`soc_det`]). With `J = diag(1, -1, -1)`,
+/// `s_ = s / sqrt(s'Js)`, `z_ = z / sqrt(z'Jz)`, `g = sqrt((1 + z_'s_) / 2)`,
+/// `a = (s_0 + z_0) / (2g)`, `q = (s_1 - z_1) / (2g)` (so `a^2 - |q|^2 = 1`) and
+/// `eta = (s'Js / z'Jz)^(1/4)`: `W = eta [[a, q'], [q, I + q q' / (1 + a)]]`,
+/// `W^-1 = J W J / eta^2`.
+fn nt_scaling(s: [f64; 3], z: [f64; 3], det_s: f64, det_z: f64) -> NtScaling {
+    let (ds, dz) = (det_s.sqrt(), det_z.sqrt());
+    let (is, iz) = (1.0 / ds, 1.0 / dz);
+    let sb = [s[0] * is, s[1] * is, s[2] * is];
+    let zb = [z[0] * iz, z[1] * iz, z[2] * iz];
     let g = ((1.0 + zb[0] * sb[0] + zb[1] * sb[1] + zb[2] * sb[2]) * 0.5).sqrt();
-    let a = (sb[0] + zb[0]) / (2.0 * g);
-    let q = [(sb[1] - zb[1]) / (2.0 * g), (sb[2] - zb[2]) / (2.0 * g)];
-    let eta = (ds / dz).sqrt();
+    let ig = 0.5 / g;
+    let a = (sb[0] + zb[0]) * ig;
+    let q = [(sb[1] - zb[1]) * ig, (sb[2] - zb[2]) * ig];
+    let eta = (ds * iz).sqrt();
+    let ieta = 1.0 / eta;
     let c = 1.0 / (1.0 + a);
-    let wb =
-        [a, q[0], q[1], q[0], 1.0 + c * q[0] * q[0], c * q[0] * q[1], q[1], c * q[0] * q[1], 1.0 + c * q[1] * q[1]];
-    let jd = [1.0, -1.0, -1.0];
-    let mut w = [0.0; 9];
-    let mut winv = [0.0; 9];
-    for r in 0..3 {
-        for col in 0..3 {
-            w[3 * r + col] = eta * wb[3 * r + col];
-            winv[3 * r + col] = jd[r] * jd[col] * wb[3 * r + col] / eta;
-        }
-    }
+    let (m11, m12, m22) = (1.0 + c * q[0] * q[0], c * q[0] * q[1], 1.0 + c * q[1] * q[1]);
+    let w = [eta * a, eta * q[0], eta * q[1], eta * q[0], eta * m11, eta * m12, eta * q[1], eta * m12, eta * m22];
+    let winv = [
+        ieta * a,
+        -ieta * q[0],
+        -ieta * q[1],
+        -ieta * q[0],
+        ieta * m11,
+        ieta * m12,
+        -ieta * q[1],
+        ieta * m12,
+        ieta * m22,
+    ];
     let l = mat3_vec(&w, z);
-    (w, winv, l)
+    NtScaling { w, winv, l, det_l: ds * dz }
 }
 
 fn mat3_vec(a: &[f64], x: [f64; 3]) -> [f64; 3] {
+    let a = &a[..9];
     [
         a[0] * x[0] + a[1] * x[1] + a[2] * x[2],
         a[3] * x[0] + a[4] * x[1] + a[5] * x[2],
@@ -1020,11 +1155,10 @@ fn ray_step(x: f64, dx: f64) -> f64 {
     }
 }
 
-/// Largest `alpha >= 0` with `x + alpha dx` in the second-order cone, for `x` strictly inside:
-/// the first positive root of `det(x + alpha dx) = a alpha^2 + 2 b alpha + c`.
-fn soc_step(x: [f64; 3], dx: [f64; 3]) -> f64 {
-    let nx = x[1].hypot(x[2]);
-    let c = (x[0] - nx) * (x[0] + nx);
+/// Largest `alpha >= 0` with `x + alpha dx` in the second-order cone, for `x` strictly inside
+/// with `c = det(x)` (from [`soc_det`]): the first positive root of
+/// `det(x + alpha dx) = a alpha^2 + 2 b alpha + c`.
+fn soc_step(x: [f64; 3], dx: [f64; 3], c: f64) -> f64 {
     let a = dx[0] * dx[0] - dx[1] * dx[1] - dx[2] * dx[2];
     let b = x[0] * dx[0] - x[1] * dx[1] - x[2] * dx[2];
     let scale = dx[0].abs().max(dx[1].abs()).max(dx[2].abs());
@@ -1050,11 +1184,54 @@ fn soc_step(x: [f64; 3], dx: [f64; 3]) -> f64 {
     best
 }
 
+/// Dispatches a dense kernel to its fixed-size version for `n = 3k`, `k <= 4` (fully unrolled,
+/// no bounds checks in the loops), else to the general one.
+macro_rules! fixed_size {
+    ($n:expr, $fixed:ident, $general:ident, ($($arg:expr),*)) => {
+        match $n {
+            3 => $fixed::<3>($($arg),*),
+            6 => $fixed::<6>($($arg),*),
+            9 => $fixed::<9>($($arg),*),
+            12 => $fixed::<12>($($arg),*),
+            n => $general(n, $($arg),*),
+        }
+    };
+}
+
+/// The leading `n x n` block of a row-major buffer as an array of rows.
+fn rows<const N: usize>(a: &[f64]) -> &[[f64; N]; N] {
+    a[..N * N].as_chunks::<N>().0.try_into().expect("N rows")
+}
+
+fn rows_mut<const N: usize>(a: &mut [f64]) -> &mut [[f64; N]; N] {
+    a[..N * N].as_chunks_mut::<N>().0.try_into().expect("N rows")
+}
+
 /// `y = A x` for row-major `n x n` `A`.
 fn mat_vec(a: &[f64], n: usize, x: &[f64], y: &mut [f64]) {
-    for (r, yr) in y.iter_mut().enumerate().take(n) {
-        let row = &a[r * n..r * n + n];
-        *yr = row.iter().zip(x).map(|(a, x)| a * x).sum();
+    fixed_size!(n, mat_vec_fixed, mat_vec_general, (a, x, y))
+}
+
+fn mat_vec_fixed<const N: usize>(a: &[f64], x: &[f64], y: &mut [f64]) {
+    let a = rows::<N>(a);
+    let x: &[f64; N] = x[..N].try_into().expect("N");
+    for (yr, row) in y[..N].iter_mut().zip(a) {
+        let mut acc = 0.0;
+        for c in 0..N {
+            acc += row[c] * x[c];
+        }
+        *yr = acc;
+    }
+}
+
+fn mat_vec_general(n: usize, a: &[f64], x: &[f64], y: &mut [f64]) {
+    let x = &x[..n];
+    for (yr, row) in y[..n].iter_mut().zip(a[..n * n].chunks_exact(n)) {
+        let mut acc = 0.0;
+        for (a, x) in row.iter().zip(x) {
+            acc += a * x;
+        }
+        *yr = acc;
     }
 }
 
@@ -1062,33 +1239,78 @@ fn mat_vec(a: &[f64], n: usize, x: &[f64], y: &mut [f64]) {
 /// is zero, subnormal or non-finite. No threshold relative to the largest entry: rows of
 /// separated contacts carry `s/gamma` up to ~1e20 and must not make the others look singular.
 fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
-    let tiny = f64::MIN_POSITIVE;
-    for col in 0..n {
+    fixed_size!(n, lu_factor_fixed, lu_factor_general, (a, piv))
+}
+
+/// A pivot [`lu_factor`] accepts.
+fn pivot_ok(pmax: f64) -> bool {
+    pmax >= f64::MIN_POSITIVE && pmax.is_finite()
+}
+
+fn lu_factor_fixed<const N: usize>(a: &mut [f64], piv: &mut [usize]) -> bool {
+    let a = rows_mut::<N>(a);
+    let piv: &mut [usize; N] = (&mut piv[..N]).try_into().expect("N");
+    for col in 0..N {
         let mut p = col;
-        let mut pmax = a[col * n + col].abs();
-        for r in col + 1..n {
-            let v = a[r * n + col].abs();
+        let mut pmax = a[col][col].abs();
+        for r in col + 1..N {
+            let v = a[r][col].abs();
             if v > pmax {
                 pmax = v;
                 p = r;
             }
         }
-        if !(pmax >= tiny && pmax.is_finite()) {
+        if !pivot_ok(pmax) {
             return false;
         }
         piv[col] = p;
-        if p != col {
-            for c in 0..n {
-                a.swap(col * n + c, p * n + c);
+        a.swap(col, p);
+        let (top, bottom) = a.split_at_mut(col + 1);
+        let prow = &top[col];
+        let inv = 1.0 / prow[col];
+        for row in bottom {
+            let l = row[col] * inv;
+            row[col] = l;
+            if l != 0.0 {
+                for c in col + 1..N {
+                    row[c] -= l * prow[c];
+                }
             }
         }
-        let inv = 1.0 / a[col * n + col];
-        for r in col + 1..n {
-            let l = a[r * n + col] * inv;
-            a[r * n + col] = l;
+    }
+    true
+}
+
+fn lu_factor_general(n: usize, a: &mut [f64], piv: &mut [usize]) -> bool {
+    let a = &mut a[..n * n];
+    for col in 0..n {
+        let mut p = col;
+        let mut pmax = a[col * n + col].abs();
+        for (r, row) in a[(col + 1) * n..].chunks_exact(n).enumerate() {
+            let v = row[col].abs();
+            if v > pmax {
+                pmax = v;
+                p = col + 1 + r;
+            }
+        }
+        if !pivot_ok(pmax) {
+            return false;
+        }
+        piv[col] = p;
+        let (top, bottom) = a.split_at_mut((col + 1) * n);
+        let prow = &mut top[col * n..];
+        if p != col {
+            prow.swap_with_slice(&mut bottom[(p - col - 1) * n..(p - col) * n]);
+        }
+        let prow = &prow[col..];
+        let inv = 1.0 / prow[0];
+        for row in bottom.chunks_exact_mut(n) {
+            let row = &mut row[col..];
+            let l = row[0] * inv;
+            row[0] = l;
             if l != 0.0 {
-                for c in col + 1..n {
-                    a[r * n + c] -= l * a[col * n + c];
+                for (x, &y) in row[1..].iter_mut().zip(&prow[1..]) {
+                    *x -= l * y;
                 }
             }
         }
@@ -1098,22 +1320,50 @@ fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
 
 /// Solves `A x = rhs` in place with the factors of [`lu_factor`].
 fn lu_solve(a: &[f64], n: usize, piv: &[usize], x: &mut [f64]) {
-    for (col, &p) in piv.iter().enumerate().take(n) {
+    fixed_size!(n, lu_solve_fixed, lu_solve_general, (a, piv, x))
+}
+
+fn lu_solve_fixed<const N: usize>(a: &[f64], piv: &[usize], x: &mut [f64]) {
+    let a = rows::<N>(a);
+    let x: &mut [f64; N] = (&mut x[..N]).try_into().expect("N");
+    for (col, &p) in piv[..N].iter().enumerate() {
         x.swap(col, p);
     }
-    for r in 0..n {
+    for r in 0..N {
         let mut acc = x[r];
         for c in 0..r {
-            acc -= a[r * n + c] * x[c];
+            acc -= a[r][c] * x[c];
         }
         x[r] = acc;
     }
-    for r in (0..n).rev() {
+    for r in (0..N).rev() {
         let mut acc = x[r];
-        for c in r + 1..n {
-            acc -= a[r * n + c] * x[c];
+        for c in r + 1..N {
+            acc -= a[r][c] * x[c];
         }
-        x[r] = acc / a[r * n + r];
+        x[r] = acc / a[r][r];
+    }
+}
+
+fn lu_solve_general(n: usize, a: &[f64], piv: &[usize], x: &mut [f64]) {
+    let a = &a[..n * n];
+    let x = &mut x[..n];
+    for (col, &p) in piv[..n].iter().enumerate() {
+        x.swap(col, p);
+    }
+    for (r, row) in a.chunks_exact(n).enumerate() {
+        let mut acc = x[r];
+        for (a, x) in row[..r].iter().zip(&x[..r]) {
+            acc -= a * x;
+        }
+        x[r] = acc;
+    }
+    for (r, row) in a.chunks_exact(n).enumerate().rev() {
+        let mut acc = x[r];
+        for (a, x) in row[r + 1..].iter().zip(&x[r + 1..]) {
+            acc -= a * x;
+        }
+        x[r] = acc / row[r];
     }
 }
 
@@ -1136,10 +1386,22 @@ mod tests {
     }
 
     #[test]
+    fn arrow_solve_inverts_arrow() {
+        let x = [2.0, 0.7, -1.1];
+        let v = [0.3, -1.2, 0.8];
+        let y = arrow_solve(x, 1.0 / soc_det(x), v);
+        let back = mat3_vec(&arrow(x), y);
+        for j in 0..3 {
+            assert!((back[j] - v[j]).abs() < 1e-12, "{back:?}");
+        }
+    }
+
+    #[test]
     fn nt_scaling_maps_both_points_to_lambda() {
         let s = [2.0, 0.7, -1.1];
         let z = [0.5, -0.2, 0.3];
-        let (w, winv, l) = nt_scaling(s, z);
+        let nt = nt_scaling(s, z, soc_det(s), soc_det(z));
+        let (w, winv, l) = (nt.w, nt.winv, nt.l);
         let a = mat3_vec(&w, z);
         let b = mat3_vec(&winv, s);
         let id = mat3_mul(&w, &winv);
@@ -1157,11 +1419,35 @@ mod tests {
     fn soc_step_hits_boundary() {
         let x = [1.0, 0.2, 0.1];
         let dx = [-0.3, 0.5, -0.2];
-        let t = soc_step(x, dx);
+        let t = soc_step(x, dx, soc_det(x));
         let y = [x[0] + t * dx[0], x[1] + t * dx[1], x[2] + t * dx[2]];
         assert!((y[0] - y[1].hypot(y[2])).abs() < 1e-12 && y[0] > 0.0);
         // Moving towards the axis never leaves.
-        assert_eq!(soc_step(x, [1.0, 0.0, 0.0]), f64::INFINITY);
+        assert_eq!(soc_step(x, [1.0, 0.0, 0.0], soc_det(x)), f64::INFINITY);
+    }
+
+    #[test]
+    fn fixed_and_general_kernels_agree() {
+        let n = 6;
+        let a0: Vec<f64> = (0..n * n).map(|j| ((j * 37 % 11) as f64 - 5.0) / (1.0 + (j % 7) as f64)).collect();
+        let (mut a1, mut a2) = (a0.clone(), a0.clone());
+        let (mut p1, mut p2) = ([0; 6], [0; 6]);
+        assert!(lu_factor_fixed::<6>(&mut a1, &mut p1));
+        assert!(lu_factor_general(n, &mut a2, &mut p2));
+        assert_eq!((a1.clone(), p1), (a2.clone(), p2));
+        let rhs: Vec<f64> = (0..n).map(|j| j as f64 - 2.5).collect();
+        let (mut x1, mut x2) = (rhs.clone(), rhs.clone());
+        lu_solve_fixed::<6>(&a1, &p1, &mut x1);
+        lu_solve_general(n, &a2, &p2, &mut x2);
+        assert_eq!(x1, x2);
+        let (mut y1, mut y2) = (vec![0.0; n], vec![0.0; n]);
+        mat_vec_fixed::<6>(&a0, &x1, &mut y1);
+        mat_vec_general(n, &a0, &x1, &mut y1.clone());
+        mat_vec_general(n, &a0, &x1, &mut y2);
+        assert_eq!(y1, y2);
+        for (y, r) in y1.iter().zip(&rhs) {
+            assert!((y - r).abs() < 1e-12);
+        }
     }
 
     #[test]
