@@ -15,7 +15,6 @@
 //! linear Jacobian of `p` (DESIGN 1).
 
 use super::terrain::{tangent_basis, Terrain};
-use crate::dynamics::point_jacobian;
 use crate::model::{Data, Model};
 use nalgebra::{DMatrix, Vector3};
 
@@ -89,14 +88,25 @@ impl Contacts {
     /// The stacked Jacobian `J` of the active contacts (first `3 * n_active()` rows). Needs
     /// `detect`; uses `data.jac3` as scratch.
     pub fn jacobian(&mut self, model: &Model, data: &mut Data) {
+        // Rows (n, t1, t2) of the point Jacobian, written directly: only the contact's branch
+        // has nonzero columns (`point_jacobian` gives the same numbers as a 3 x nv matrix).
         for (a, &i) in self.active.iter().enumerate() {
             let cp = &model.contact_points[i];
-            point_jacobian(model, &data.o_m_i, cp.body, &self.point[i], &mut data.jac3);
+            let p = self.point[i];
             let axes = [self.normal[i], self.t1[i], self.t2[i]];
-            for (r, axis) in axes.iter().enumerate() {
-                for c in 0..model.nv {
-                    self.jac[(3 * a + r, c)] =
-                        axis.x * data.jac3[(0, c)] + axis.y * data.jac3[(1, c)] + axis.z * data.jac3[(2, c)];
+            for r in 0..3 {
+                self.jac.row_mut(3 * a + r).fill(0.0);
+            }
+            for &b in &model.supports[cp.body] {
+                let j = &model.joints[b];
+                let o = &data.o_m_i[b];
+                for c in 0..j.nv() {
+                    let s = j.kind.subspace_col(c);
+                    let w = o.rot * crate::spatial::ang(&s);
+                    let v = o.rot * crate::spatial::lin(&s) + w.cross(&(p - o.trans));
+                    for (r, axis) in axes.iter().enumerate() {
+                        self.jac[(3 * a + r, j.idx_v + c)] = axis.dot(&v);
+                    }
                 }
             }
         }

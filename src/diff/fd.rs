@@ -66,18 +66,8 @@ pub fn fd_transition(
         ws.lambda_warm.copy_from(&fd.warm.rows(0, n_warm));
         ws.has_warm_start = warm_ok;
     };
-    let nominal = step(
-        model,
-        terrain,
-        settings,
-        ws,
-        q,
-        v,
-        u,
-        tau_ext,
-        fd.q_nom.as_mut_slice(),
-        fd.v_nom.as_mut_slice(),
-    );
+    let nominal =
+        step(model, terrain, settings, ws, q, v, u, tau_ext, fd.q_nom.as_mut_slice(), fd.v_nom.as_mut_slice());
     if !nominal.status.advanced() {
         return nominal;
     }

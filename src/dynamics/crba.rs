@@ -12,7 +12,6 @@ use crate::model::{Data, Model};
 
 /// `M(q)` into `data.mass_matrix`; also updates body placements.
 pub fn crba(model: &Model, data: &mut Data, q: &[f64]) {
-    let nb = model.joints.len();
     for (i, j) in model.joints.iter().enumerate() {
         let xj = joint_transform(&j.kind, &q[j.idx_q..j.idx_q + j.nq()]);
         data.li_m_i[i] = j.placement.compose(&xj);
@@ -20,6 +19,15 @@ pub fn crba(model: &Model, data: &mut Data, q: &[f64]) {
             Some(p) => data.o_m_i[p].compose(&data.li_m_i[i]),
             None => data.li_m_i[i],
         };
+    }
+    crba_from_placements(model, data);
+}
+
+/// `M(q)` from the placements `data.li_m_i` already computed for this `q` (by `rnea`, `nle`
+/// or `forward_kinematics`), saving the kinematics pass.
+pub fn crba_from_placements(model: &Model, data: &mut Data) {
+    let nb = model.joints.len();
+    for i in 0..nb {
         data.ycrb[i] = model.inertias[i];
     }
     for i in (0..nb).rev() {

@@ -7,6 +7,7 @@ pub mod aba;
 pub mod cholesky;
 pub mod crba;
 pub mod kinematics;
+pub mod ltl;
 pub mod rnea;
 
 pub use aba::aba;

@@ -26,6 +26,8 @@ pub struct Data {
     pub mass_matrix: DMatrix<f64>,
     /// Cholesky factor `L` of `M = L L^T`, lower triangle (nv x nv).
     pub mass_chol: DMatrix<f64>,
+    /// Sparse factor `L` of `M (+ h D) = L^T L` (`dynamics::ltl`), lower triangle (nv x nv).
+    pub mass_ltl: DMatrix<f64>,
     /// Nonlinear effects `C(q, v) v + g(q)` (nv).
     pub nle: DVector<f64>,
     /// Joint accelerations from `aba` (nv).
@@ -61,6 +63,7 @@ impl Data {
             tau: DVector::zeros(nv),
             mass_matrix: DMatrix::zeros(nv, nv),
             mass_chol: DMatrix::zeros(nv, nv),
+            mass_ltl: DMatrix::zeros(nv, nv),
             nle: DVector::zeros(nv),
             ddq: DVector::zeros(nv),
             ycrb: vec![Inertia::zero(); nb],

@@ -162,6 +162,9 @@ pub struct Model {
     pub gravity: Vector3<f64>,
     /// For each body, the chain of bodies from the root to it (inclusive), root first.
     pub supports: Vec<Vec<usize>>,
+    /// Expanded parent array over dofs (nv): the dof preceding each dof on its path to the
+    /// root, `usize::MAX` for none (Featherstone's `lambda`, for sparse factorizations).
+    pub dof_parent: Vec<usize>,
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -241,6 +244,7 @@ impl ModelBuilder {
                 nu: 0,
                 gravity: Vector3::new(0.0, 0.0, -9.81),
                 supports: vec![],
+                dof_parent: vec![],
             },
             passive: vec![],
         }
@@ -349,6 +353,13 @@ impl ModelBuilder {
             }
         }
         m.nu = m.actuated_dofs.len();
+        m.dof_parent = Vec::with_capacity(m.nv);
+        for j in &m.joints {
+            let before = j.parent.map(|p| m.joints[p].idx_v + m.joints[p].nv() - 1).unwrap_or(usize::MAX);
+            for c in 0..j.nv() {
+                m.dof_parent.push(if c == 0 { before } else { j.idx_v + c - 1 });
+            }
+        }
         m.supports = (0..m.joints.len())
             .map(|i| {
                 let mut chain = vec![i];

@@ -16,7 +16,8 @@
 use crate::contact::detection::Contacts;
 use crate::contact::solver::{self, classify, ContactMode, ContactSolver};
 use crate::contact::Terrain;
-use crate::dynamics::{cholesky, crba, nle};
+use crate::dynamics::crba::crba_from_placements;
+use crate::dynamics::{ltl, nle};
 use crate::model::{integrate, Data, Model};
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
@@ -118,8 +119,9 @@ pub struct StepWorkspace {
     pub force: DVector<f64>,
     /// Free velocity (nv).
     pub v_free: DVector<f64>,
-    /// `M^-1 J^T` (nv x 3k, first `3 ka` columns used).
-    pub minv_jt: DMatrix<f64>,
+    /// `Y = L^-T J^T` with `M + h D = L^T L` (nv x 3k, first `3 ka` columns used), so that
+    /// `G = Y^T Y` and `M^-1 J^T = L^-1 Y`.
+    pub lt_inv_jt: DMatrix<f64>,
     /// Delassus matrix `G = J M^-1 J^T` (3k x 3k, top-left `3 ka` block used).
     pub delassus: DMatrix<f64>,
     /// Free-contact term `b` of the active contacts (3k, first `3 ka` used).
@@ -161,7 +163,7 @@ impl StepWorkspace {
             contacts: Contacts::new(model),
             force: DVector::zeros(nv),
             v_free: DVector::zeros(nv),
-            minv_jt: DMatrix::zeros(nv, 3 * k),
+            lt_inv_jt: DMatrix::zeros(nv, 3 * k),
             delassus: DMatrix::zeros(3 * k, 3 * k),
             b: DVector::zeros(3 * k),
             mu: vec![0.0; k],
@@ -189,13 +191,13 @@ impl StepWorkspace {
 /// Stage 1: `M(q)`, the Cholesky factor of `M + h D` (implicit actuator damping), and
 /// `c(q, v)`. Returns `false` if the matrix is not positive definite.
 pub fn stage_dynamics(model: &Model, ws: &mut StepWorkspace, q: &[f64], v: &[f64], h: f64) -> bool {
-    crba(model, &mut ws.data, q);
     nle(model, &mut ws.data, q, v);
+    crba_from_placements(model, &mut ws.data);
     ws.mass_shift.fill(0.0);
     for (k, &dof) in model.actuated_dofs.iter().enumerate() {
         ws.mass_shift[dof] = h * ws.actuator_damping[k];
     }
-    cholesky::factor_shifted(&ws.data.mass_matrix, Some(ws.mass_shift.as_slice()), &mut ws.data.mass_chol)
+    ltl::factor(&ws.data.mass_matrix, Some(ws.mass_shift.as_slice()), &model.dof_parent, &mut ws.data.mass_ltl)
 }
 
 /// Stage 2: gaps, contact frames, the active set and its stacked Jacobian. Needs body
@@ -214,33 +216,29 @@ pub fn stage_free_velocity(model: &Model, ws: &mut StepWorkspace, v: &[f64], u: 
         ws.force[dof] += u[k];
     }
     ws.v_free.copy_from(&ws.force);
-    cholesky::solve_in_place(&ws.data.mass_chol, ws.v_free.column_mut(0));
+    ltl::solve(&ws.data.mass_ltl, &model.dof_parent, ws.v_free.as_mut_slice());
     for i in 0..model.nv {
         ws.v_free[i] = v[i] + h * ws.v_free[i];
     }
 }
 
-/// Stage 4: for the `ka` active contacts, `M^-1 J^T`, `G = J M^-1 J^T` and
+/// Stage 4: for the `ka` active contacts, `Y = L^-T J^T`, `G = J M^-1 J^T = Y^T Y` and
 /// `b = J v_free + [phi/h; 0; 0]`.
-pub fn stage_delassus(ws: &mut StepWorkspace, h: f64) {
+pub fn stage_delassus(model: &Model, ws: &mut StepWorkspace, h: f64) {
     let n = 3 * ws.contacts.n_active();
     let nv = ws.v_free.len();
     let jac = &ws.contacts.jac;
     for r in 0..n {
+        let mut col = ws.lt_inv_jt.column_mut(r);
         for c in 0..nv {
-            ws.minv_jt[(c, r)] = jac[(r, c)];
+            col[c] = jac[(r, c)];
         }
+        ltl::solve_lt(&ws.data.mass_ltl, &model.dof_parent, col.as_mut_slice());
     }
-    for r in 0..n {
-        cholesky::solve_in_place(&ws.data.mass_chol, ws.minv_jt.column_mut(r));
-    }
-    // G is symmetric: fill the upper triangle and mirror (nalgebra's dynamic gemm allocates).
+    // G is symmetric: fill the upper triangle and mirror.
     for i in 0..n {
         for j in i..n {
-            let mut g = 0.0;
-            for c in 0..nv {
-                g += jac[(i, c)] * ws.minv_jt[(c, j)];
-            }
+            let g = ws.lt_inv_jt.column(i).dot(&ws.lt_inv_jt.column(j));
             ws.delassus[(i, j)] = g;
             ws.delassus[(j, i)] = g;
         }
@@ -301,14 +299,19 @@ pub fn stage_integrate(
     q_next: &mut [f64],
     v_next: &mut [f64],
 ) {
+    // M^-1 J^T lambda = L^-1 (Y lambda), computed in `dq` as scratch.
     let n = 3 * ws.contacts.n_active();
     for i in 0..model.nv {
-        let mut s = ws.v_free[i];
+        let mut s = 0.0;
         for r in 0..n {
-            s += ws.minv_jt[(i, r)] * ws.lambda_active[r];
+            s += ws.lt_inv_jt[(i, r)] * ws.lambda_active[r];
         }
-        v_next[i] = s;
-        ws.dq[i] = h * s;
+        ws.dq[i] = s;
+    }
+    ltl::solve_l(&ws.data.mass_ltl, &model.dof_parent, ws.dq.as_mut_slice());
+    for i in 0..model.nv {
+        v_next[i] = ws.v_free[i] + ws.dq[i];
+        ws.dq[i] = h * v_next[i];
     }
     integrate(model, q, ws.dq.as_slice(), q_next);
 }
@@ -356,7 +359,7 @@ pub fn step(
         ws.modes.fill(ContactMode::Separated);
         ws.lambda_warm.fill(0.0);
     } else {
-        stage_delassus(ws, h);
+        stage_delassus(model, ws, h);
         info.solver = stage_solve(ws, &settings.solver);
         match info.solver.status {
             solver::Status::Converged => {}

@@ -1,0 +1,128 @@
+//! Sparse `M = L^T L` factorization exploiting branch-induced sparsity (Featherstone 2008,
+//! sec. 6.5, table 6.3), and the solves that go with it.
+//!
+//! In a kinematic tree, `M_ij` is zero unless dof `j` is an ancestor of dof `i` or vice versa.
+//! Factorizing from the leaves to the root as `M = L^T L` (L lower triangular) keeps exactly that
+//! pattern: `L_ij != 0` only for `j` an ancestor of `i` (or `i` itself), with no fill-in. With the
+//! expanded parent array `lambda(i)` (the dof preceding `i` on the path to the root) the factor
+//! and each solve cost O(nv * depth) instead of O(nv^3) and O(nv^2): for a quadruped leg, depth 9
+//! instead of 18. `L^-T J^T` of a contact Jacobian stays supported on the contact's own branch.
+//! Parents are given as `model.dof_parent` (`usize::MAX` for a dof with no parent).
+
+use nalgebra::DMatrix;
+
+const NONE: usize = usize::MAX;
+
+/// Factors `a + diag(shift)` as `L^T L` into the lower triangle of `l` (the strict upper
+/// triangle of `l` is not touched). Returns `false` if the matrix is not positive definite.
+pub fn factor(a: &DMatrix<f64>, shift: Option<&[f64]>, parent: &[usize], l: &mut DMatrix<f64>) -> bool {
+    let n = a.nrows();
+    let (src, dst) = (a.as_slice(), l.as_mut_slice());
+    // Column-major: element (r, c) at r + c * n. Only ancestor entries are read and written.
+    for k in 0..n {
+        dst[k + k * n] = src[k + k * n] + shift.map_or(0.0, |s| s[k]);
+        let mut i = parent[k];
+        while i != NONE {
+            dst[k + i * n] = src[k + i * n];
+            i = parent[i];
+        }
+    }
+    for k in (0..n).rev() {
+        let d = dst[k + k * n];
+        if d <= 0.0 || !d.is_finite() {
+            return false;
+        }
+        let lkk = d.sqrt();
+        dst[k + k * n] = lkk;
+        let mut i = parent[k];
+        while i != NONE {
+            dst[k + i * n] /= lkk;
+            i = parent[i];
+        }
+        let mut i = parent[k];
+        while i != NONE {
+            let lki = dst[k + i * n];
+            let mut j = i;
+            while j != NONE {
+                dst[i + j * n] -= lki * dst[k + j * n];
+                j = parent[j];
+            }
+            i = parent[i];
+        }
+    }
+    true
+}
+
+/// `x <- L^-T x`.
+pub fn solve_lt(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
+    let n = l.nrows();
+    let s = l.as_slice();
+    for i in (0..n).rev() {
+        // Contact Jacobian columns live on one branch: skip the zeros of the other branches.
+        if x[i] == 0.0 {
+            continue;
+        }
+        x[i] /= s[i + i * n];
+        let xi = x[i];
+        let mut j = parent[i];
+        while j != NONE {
+            x[j] -= s[i + j * n] * xi;
+            j = parent[j];
+        }
+    }
+}
+
+/// `x <- L^-1 x`.
+pub fn solve_l(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
+    let n = l.nrows();
+    let s = l.as_slice();
+    for i in 0..n {
+        let mut acc = x[i];
+        let mut j = parent[i];
+        while j != NONE {
+            acc -= s[i + j * n] * x[j];
+            j = parent[j];
+        }
+        x[i] = acc / s[i + i * n];
+    }
+}
+
+/// `x <- (L^T L)^-1 x`.
+pub fn solve(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
+    solve_lt(l, parent, x);
+    solve_l(l, parent, x);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dynamics::crba;
+    use crate::model::{builtin, neutral, Data};
+    use nalgebra::DVector;
+
+    #[test]
+    fn solves_the_mass_matrix_of_the_quadruped() {
+        let model = builtin::quadruped().unwrap().model;
+        let mut data = Data::new(&model);
+        let mut q = neutral(&model);
+        for (i, x) in q.iter_mut().enumerate().skip(7) {
+            *x = 0.3 * (i as f64).sin();
+        }
+        crba(&model, &mut data, q.as_slice());
+        let mut l = DMatrix::zeros(model.nv, model.nv);
+        let shift: Vec<f64> = (0..model.nv).map(|i| 0.01 * i as f64).collect();
+        assert!(factor(&data.mass_matrix, Some(&shift), &model.dof_parent, &mut l));
+        let a = &data.mass_matrix + DMatrix::from_diagonal(&DVector::from_vec(shift));
+        let b = DVector::from_fn(model.nv, |i, _| (i as f64 * 0.7).cos());
+        let mut x = b.clone();
+        solve(&l, &model.dof_parent, x.as_mut_slice());
+        assert!((&a * &x - &b).norm() < 1e-10 * b.norm());
+        // L^-T and L^-1 compose to the inverse, and G = Y^T Y with Y = L^-T J^T.
+        let mut y = b.clone();
+        solve_lt(&l, &model.dof_parent, y.as_mut_slice());
+        let mut z = y.clone();
+        solve_l(&l, &model.dof_parent, z.as_mut_slice());
+        assert!((z - &x).norm() < 1e-12 * x.norm());
+        assert!((y.norm_squared() - b.dot(&x)).abs() < 1e-10 * b.dot(&x));
+    }
+}
