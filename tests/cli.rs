@@ -24,7 +24,16 @@ fn simulate_writes_a_complete_csv() {
     let text = std::fs::read_to_string(&out).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    for col in ["t", "status", "iterations", "root_joint_z", "q_FL_calf_joint", "u_RR_hip_joint", "FL_foot_lambda_n", "RR_foot_mode"] {
+    for col in [
+        "t",
+        "status",
+        "iterations",
+        "root_joint_z",
+        "q_FL_calf_joint",
+        "u_RR_hip_joint",
+        "FL_foot_lambda_n",
+        "RR_foot_mode",
+    ] {
         assert!(header.contains(&col), "missing column {col}");
     }
     let rows: Vec<&str> = lines.collect();
