@@ -175,8 +175,9 @@ pub fn rnea_derivatives_with_forces(
     }
 }
 
-/// `B(I, v) = v x* I - I v x + (I v) x*-matrix`, the matrix of `u -> d/de f(v + e u)`-like
-/// terms: `B u = I (u x v) + v x* (I u) + u x* (I v)` (Pinocchio's `doYcrb`).
+/// `B(I, v) = v x* I - I v x + (I v) x*-matrix`, so that
+/// `B u = I (u x v) + v x* (I u) + u x* (I v)`: the change of a body force `I a + v x* I v` that
+/// is linear in a motion change `u` entering both `a` (as `u x v`) and `v` (Pinocchio's `doYcrb`).
 fn inertia_velocity_variation(i6: &Matrix6<f64>, v: &Vector6<f64>, h: &Vector6<f64>) -> Matrix6<f64> {
     // crf(v) = [[w x, 0], [v x, w x]]; crm(v) = -crf(v)^T, and since I is symmetric
     // crf(v) I - I crm(v) = A + A^T with A = crf(v) I.
