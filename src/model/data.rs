@@ -47,6 +47,38 @@ pub struct Data {
     pub u_bias: Vec<f64>,
     /// Scratch for a world-aligned 3 x nv point Jacobian.
     pub jac3: DMatrix<f64>,
+
+    // --- Derivatives (`rnea_derivatives`, `aba_derivatives`); world frame, about the world origin.
+    /// Body spatial velocity in the world frame (nbodies).
+    pub ov: Vec<Vector6<f64>>,
+    /// Body spatial acceleration in the world frame, gravity included as in `a` (nbodies).
+    pub oa_gf: Vec<Vector6<f64>>,
+    /// Body force in the world frame; after the backward pass, the force of the whole subtree
+    /// (nbodies).
+    pub of: Vec<Vector6<f64>>,
+    /// Composite inertia of the subtree of each body, world frame (nbodies, 6 x 6).
+    pub o_ycrb: Vec<Matrix6<f64>>,
+    /// Composite `sum_l (ov_l x* I_l - I_l ov_l x + (I_l ov_l) x*-matrix)` over the subtree of
+    /// each body, world frame (nbodies, 6 x 6): the `v`-linear part of `d f / d(motion)`.
+    pub do_ycrb: Vec<Matrix6<f64>>,
+    /// World-frame motion subspace column of each DoF, `J_j` (nv).
+    pub oj: Vec<Vector6<f64>>,
+    /// Per DoF `j`: `ov_parent x J_j` (nv).
+    pub dvdq: Vec<Vector6<f64>>,
+    /// Per DoF `j`: `oa_gf_parent x J_j + ov_parent x (ov_parent x J_j)` (nv).
+    pub dadq: Vec<Vector6<f64>>,
+    /// Per DoF `j`: `(ov_i + ov_parent) x J_j` (nv).
+    pub dadv: Vec<Vector6<f64>>,
+    /// `d tau / d q` from `rnea_derivatives`, tangent space (nv x nv).
+    pub dtau_dq: DMatrix<f64>,
+    /// `d tau / d v` from `rnea_derivatives` (nv x nv).
+    pub dtau_dv: DMatrix<f64>,
+    /// `d ddq / d q` from `aba_derivatives`, tangent space (nv x nv).
+    pub ddq_dq: DMatrix<f64>,
+    /// `d ddq / d v` from `aba_derivatives` (nv x nv).
+    pub ddq_dv: DMatrix<f64>,
+    /// `M(q)^-1` (= `d ddq / d tau`) from `aba_derivatives`, full and symmetric (nv x nv).
+    pub minv: DMatrix<f64>,
 }
 
 impl Data {
@@ -74,6 +106,20 @@ impl Data {
             d_inv: vec![0.0; nb],
             u_bias: vec![0.0; nb],
             jac3: DMatrix::zeros(3, nv),
+            ov: vec![Vector6::zeros(); nb],
+            oa_gf: vec![Vector6::zeros(); nb],
+            of: vec![Vector6::zeros(); nb],
+            o_ycrb: vec![Matrix6::zeros(); nb],
+            do_ycrb: vec![Matrix6::zeros(); nb],
+            oj: vec![Vector6::zeros(); nv],
+            dvdq: vec![Vector6::zeros(); nv],
+            dadq: vec![Vector6::zeros(); nv],
+            dadv: vec![Vector6::zeros(); nv],
+            dtau_dq: DMatrix::zeros(nv, nv),
+            dtau_dv: DMatrix::zeros(nv, nv),
+            ddq_dq: DMatrix::zeros(nv, nv),
+            ddq_dv: DMatrix::zeros(nv, nv),
+            minv: DMatrix::zeros(nv, nv),
         }
     }
 }

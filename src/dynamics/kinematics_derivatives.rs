@@ -1,0 +1,144 @@
+//! Derivatives of point kinematics with respect to the configuration, in the tangent space of
+//! `integrate` (Carpentier & Mansard, "Analytical Derivatives of Rigid Body Dynamics
+//! Algorithms", RSS 2018, sec. IV; Pinocchio `kinematics-derivatives.hxx`).
+//!
+//! Setting. A point `p` (world coordinates) is rigidly attached to `body`. For every DoF `k` on
+//! the chain root..body, let `(v_k, w_k)` be its world-frame motion subspace column about the
+//! world origin and `u_k = v_k + w_k x p` the column of the LOCAL_WORLD_ALIGNED point Jacobian
+//! `J_p` (so `pdot = J_p v = sum_k u_k v_k`). Write `j ⪯ k` when the joint of DoF `j` is an
+//! ancestor of, or the same joint as, the joint of DoF `k` (for a free-flyer all six DoFs are
+//! mutually `⪯`, because `integrate` perturbs the base as `M exp6(dq)` on the right).
+//!
+//! A tangent increment `dq_j` moves the subtree of its joint rigidly with the world twist
+//! `(v_j, w_j)`. Hence
+//!
+//! * `d p / d q_j = u_j`, i.e. **`d p_world / d q = J_p`** (no separate function is needed:
+//!   use [`point_jacobian`](super::kinematics::point_jacobian));
+//! * `d u_k / d q_j = w_j x u_k` for `j ⪯ k` (column `k` is carried along with the point),
+//!   and `d u_k / d q_j = w_k x u_j` for `k ≺ j` (column `k` is fixed, the point moves by `u_j`).
+//!
+//! Contracting with a velocity `v` or with a force `f` gives the two products the contact step
+//! needs, each in O(depth) or O(depth^2) with no `nv x nv` intermediate:
+//!
+//! * [`point_velocity_derivative`]: `d (J_p v) / d q` at fixed `v`, column `j` equal to
+//!   `w_j x (pdot - pdot_parent) + w_parent x u_j`, where `pdot_parent` and `w_parent` are the
+//!   contributions of the strict ancestors of `j`'s joint (the velocity `p` would have if it were
+//!   fixed to that joint's parent body, and that body's angular velocity).
+//! * [`jt_force_derivative`]: `d (J_p^T f) / d q` for a force `f` held fixed in the world,
+//!   entry `(k, j)` equal to `f . (w_j x u_k)` when `j ⪯ k` and `f . (w_k x u_j)` when `k ≺ j`.
+//!
+//! A contact impulse `lambda` given in a contact frame `C = [n t1 t2]` is the world force
+//! `f = C lambda`. For flat terrain `C` does not depend on `q`, so
+//! `d (J_c^T lambda) / d q = d (J_p^T C lambda) / d q` is exactly [`jt_force_derivative`] with
+//! `f = C lambda`, and `d (J_c v) / d q = C^T d (J_p v) / d q`. On curved terrain the caller adds
+//! the terms from `dC/dq` (the frame moves with the contact point).
+
+use crate::model::Model;
+use crate::spatial::{ang, lin, Se3};
+use nalgebra::{DMatrix, Vector3};
+
+/// `(w_k, u_k)`: angular part of the world motion subspace column `c` of body `b`'s joint and
+/// the linear velocity it gives the world point `p`.
+#[inline]
+fn point_column(model: &Model, o_m_i: &[Se3], b: usize, c: usize, p: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
+    let s = model.joints[b].kind.subspace_col(c);
+    let o = &o_m_i[b];
+    let w = o.rot * ang(&s);
+    (w, o.rot * lin(&s) + w.cross(&(p - o.trans)))
+}
+
+/// `d (J_p v) / d q` at fixed `v` (3 x nv, tangent space), written into `out` (columns of
+/// non-ancestor DoFs are zeroed): the change of the world velocity of the point `p_world`,
+/// rigidly attached to `body`, when `q` moves and the joint rates `v` stay fixed.
+///
+/// `v` is any velocity (for instance the contact step's free velocity), not necessarily the
+/// one of the last `forward_kinematics`. Needs the body placements `o_m_i` at `q` (from
+/// `forward_kinematics` or any algorithm that updates them). Allocation-free.
+pub fn point_velocity_derivative(
+    model: &Model,
+    o_m_i: &[Se3],
+    body: usize,
+    p_world: &Vector3<f64>,
+    v: &[f64],
+    out: &mut DMatrix<f64>,
+) {
+    assert_eq!(out.shape(), (3, model.nv), "point_velocity_derivative: out must be 3 x nv");
+    out.fill(0.0);
+    let chain = &model.supports[body];
+    let mut pdot = Vector3::zeros();
+    for &b in chain {
+        let j = &model.joints[b];
+        for c in 0..j.nv() {
+            pdot += point_column(model, o_m_i, b, c, p_world).1 * v[j.idx_v + c];
+        }
+    }
+    // Contributions of the joints above the current one, accumulated root first.
+    let mut pdot_parent = Vector3::zeros();
+    let mut w_parent = Vector3::zeros();
+    for &b in chain {
+        let j = &model.joints[b];
+        let (mut dp, mut dw) = (Vector3::zeros(), Vector3::zeros());
+        for c in 0..j.nv() {
+            let (w, u) = point_column(model, o_m_i, b, c, p_world);
+            let col = w.cross(&(pdot - pdot_parent)) + w_parent.cross(&u);
+            out.fixed_view_mut::<3, 1>(0, j.idx_v + c).copy_from(&col);
+            dp += u * v[j.idx_v + c];
+            dw += w * v[j.idx_v + c];
+        }
+        pdot_parent += dp;
+        w_parent += dw;
+    }
+}
+
+/// Adds `d (J_p^T f) / d q` (nv x nv, tangent space) to `out`, for the world force `f_world`
+/// held fixed in the world and applied at the point `p_world` rigidly attached to `body`.
+/// Only the rows and columns of the chain root..body are touched.
+///
+/// To subtract (an external force in inverse dynamics, `tau = rnea - J^T f`), pass `-f`.
+/// Needs the body placements `o_m_i` at `q`. Allocation-free; O(depth^2).
+pub fn jt_force_derivative(
+    model: &Model,
+    o_m_i: &[Se3],
+    body: usize,
+    p_world: &Vector3<f64>,
+    f_world: &Vector3<f64>,
+    out: &mut DMatrix<f64>,
+) {
+    assert_eq!(out.shape(), (model.nv, model.nv), "jt_force_derivative: out must be nv x nv");
+    let chain = &model.supports[body];
+    for (pos_k, &bk) in chain.iter().enumerate() {
+        let jk = &model.joints[bk];
+        for ck in 0..jk.nv() {
+            let (wk, uk) = point_column(model, o_m_i, bk, ck, p_world);
+            // f . (w_j x u_k) = w_j . (u_k x f) for every j with j ⪯ k.
+            let uk_x_f = uk.cross(f_world);
+            // f . (w_k x u_j) = u_j . (f x w_k) for every j with k ≺ j.
+            let f_x_wk = f_world.cross(&wk);
+            for (pos_j, &bj) in chain.iter().enumerate() {
+                let jj = &model.joints[bj];
+                for cj in 0..jj.nv() {
+                    let (wj, uj) = point_column(model, o_m_i, bj, cj, p_world);
+                    let val = if pos_j <= pos_k { wj.dot(&uk_x_f) } else { uj.dot(&f_x_wk) };
+                    out[(jk.idx_v + ck, jj.idx_v + cj)] += val;
+                }
+            }
+        }
+    }
+}
+
+/// Adds `J_p^T f` (nv) to `out` for the world force `f_world` at `p_world` on `body`.
+pub fn add_jt_force(
+    model: &Model,
+    o_m_i: &[Se3],
+    body: usize,
+    p_world: &Vector3<f64>,
+    f_world: &Vector3<f64>,
+    out: &mut [f64],
+) {
+    for &b in &model.supports[body] {
+        let j = &model.joints[b];
+        for c in 0..j.nv() {
+            out[j.idx_v + c] += point_column(model, o_m_i, b, c, p_world).1.dot(f_world);
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Analytical derivatives of inverse dynamics, `d tau / d q` and `d tau / d v` for
+//! `tau = rnea(q, v, a)`, in O(nv * depth) (Carpentier & Mansard, "Analytical Derivatives of
+//! Rigid Body Dynamics Algorithms", RSS 2018; Pinocchio `rnea-derivatives.hxx`).
+//!
+//! Everything is expressed in the world frame about the world origin. For DoF `j` of joint
+//! `i` (parent body `λ`), `J_j = oMi S_j` is its world motion subspace column. The forward pass
+//! computes body velocities `ov_i`, accelerations `oa_i` (gravity included: `oa_world = -g`),
+//! body forces `of_i = oI_i oa_i + ov_i x* oI_i ov_i` and per DoF
+//!
+//! ```text
+//! dVdq_j = ov_λ x J_j
+//! dAdq_j = oa_λ x J_j + ov_λ x dVdq_j
+//! dAdv_j = ov_i x J_j + dVdq_j
+//! B_i    = ov_i x* oI_i - oI_i ov_i x + (oI_i ov_i) x*-matrix      (u -> u x* (oI_i ov_i))
+//! ```
+//!
+//! A tangent increment `dq_j` moves the subtree of joint `i` rigidly with the twist `J_j` (for
+//! a free-flyer, `integrate` is `M exp6(dq)`, so all six DoFs of the base behave alike). The
+//! force of a body `l` in that subtree then changes by
+//! `d of_l = J_j x* of_l + oI_l dAdq_j + B_l dVdq_j`, and with `d ov_l / d v_j = J_j`,
+//! `d of_l / d v_j = oI_l dAdv_j + B_l J_j`. Summing over subtrees (composites `oYcrb`,
+//! `doYcrb` accumulated in the backward pass) and using `tau_k = J_k^T F_(joint k)`, where the
+//! rigid-transport part `J_j x* F` cancels against `d J_k = J_j x J_k` whenever `j ⪯ k`:
+//!
+//! ```text
+//! j ⪯ k (j's joint is an ancestor of, or is, k's joint c):
+//!     dtau_k/dq_j = J_k^T (oYcrb_c dAdq_j + doYcrb_c dVdq_j)
+//!     dtau_k/dv_j = J_k^T (oYcrb_c dAdv_j + doYcrb_c J_j)
+//! k ≺ j (k's joint a strict ancestor of j's joint i):
+//!     dtau_k/dq_j = J_k^T (oYcrb_i dAdq_j + doYcrb_i dVdq_j + J_j x* F_i)
+//!     dtau_k/dv_j = J_k^T (oYcrb_i dAdv_j + doYcrb_i J_j)
+//! otherwise (different branches): 0.
+//! ```
+//!
+//! `d tau / d a = M(q)`, which [`crba`](super::crba::crba) computes.
+//!
+//! External forces. [`rnea_derivatives_with_forces`] takes world forces applied at points
+//! rigidly attached to bodies and held fixed in the world ([`PointForce`]); they enter as
+//! `tau = rnea(q, v, a) - sum J_p^T f` (the torque the joints must supply when the external
+//! forces help), and `d tau / d q` gets `- sum d (J_p^T f) / d q` from
+//! [`jt_force_derivative`]. A caller that only needs `d (J^T lambda) / d q` for a contact
+//! impulse calls [`jt_force_derivative`] directly (see `kinematics_derivatives` for contact
+//! frames).
+
+use super::kinematics::{joint_motion, joint_transform};
+use super::kinematics_derivatives::{add_jt_force, jt_force_derivative};
+use crate::model::{Data, Model};
+use crate::spatial::{ang, cross_force, cross_motion, lin, motion, skew};
+use nalgebra::{Matrix3, Matrix6, Vector3, Vector6};
+
+/// A world-frame force applied at a point rigidly attached to a body, both held fixed in the
+/// world while `q` varies (the point is material: it moves with the body).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PointForce {
+    /// Body the point belongs to.
+    pub body: usize,
+    /// Current position of the point, world frame (m).
+    pub point: Vector3<f64>,
+    /// Force, world frame (N).
+    pub force: Vector3<f64>,
+}
+
+/// `d tau / d q` into `data.dtau_dq` and `d tau / d v` into `data.dtau_dv` (nv x nv, tangent
+/// space) at `(q, v, a)`; also `tau = rnea(q, v, a)` into `data.tau` and the body placements.
+/// Allocation-free.
+pub fn rnea_derivatives(model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: &[f64]) {
+    rnea_derivatives_with_forces(model, data, q, v, a, &[]);
+}
+
+/// [`rnea_derivatives`] with external point forces: `tau = rnea(q, v, a) - sum_i J_pi^T f_i`
+/// and its derivatives (the forces are world-fixed; their points move with their bodies).
+pub fn rnea_derivatives_with_forces(
+    model: &Model,
+    data: &mut Data,
+    q: &[f64],
+    v: &[f64],
+    a: &[f64],
+    forces: &[PointForce],
+) {
+    let a_world = motion(&(-model.gravity), &Vector3::zeros());
+    for (i, j) in model.joints.iter().enumerate() {
+        let (iq, iv, nv) = (j.idx_q, j.idx_v, j.nv());
+        let li = j.placement.compose(&joint_transform(&j.kind, &q[iq..iq + j.nq()]));
+        data.li_m_i[i] = li;
+        let vj = joint_motion(&j.kind, &v[iv..iv + nv]);
+        let aj = joint_motion(&j.kind, &a[iv..iv + nv]);
+        let (vp, ap, ov_p, oa_p) = match j.parent {
+            Some(p) => {
+                data.o_m_i[i] = data.o_m_i[p].compose(&li);
+                (li.act_inv_motion(&data.v[p]), li.act_inv_motion(&data.a[p]), data.ov[p], data.oa_gf[p])
+            }
+            None => {
+                data.o_m_i[i] = li;
+                (Vector6::zeros(), li.act_inv_motion(&a_world), Vector6::zeros(), a_world)
+            }
+        };
+        let vi = vp + vj;
+        let ai = ap + aj + cross_motion(&vi, &vj);
+        data.v[i] = vi;
+        data.a[i] = ai;
+        let o = data.o_m_i[i];
+        let ov = o.act_motion(&vi);
+        let oa = o.act_motion(&ai);
+        for c in 0..nv {
+            let col = iv + c;
+            let jc = o.act_motion(&j.kind.subspace_col(c));
+            let dvdq = cross_motion(&ov_p, &jc);
+            data.dadq[col] = cross_motion(&oa_p, &jc) + cross_motion(&ov_p, &dvdq);
+            data.dadv[col] = cross_motion(&ov, &jc) + dvdq;
+            data.dvdq[col] = dvdq;
+            data.oj[col] = jc;
+        }
+        let oi = model.inertias[i].transformed(&o).matrix();
+        let h = oi * ov;
+        data.of[i] = oi * oa + cross_force(&ov, &h);
+        data.o_ycrb[i] = oi;
+        data.do_ycrb[i] = inertia_velocity_variation(&oi, &ov, &h);
+        data.ov[i] = ov;
+        data.oa_gf[i] = oa;
+    }
+
+    data.dtau_dq.fill(0.0);
+    data.dtau_dv.fill(0.0);
+    for i in (0..model.joints.len()).rev() {
+        let j = &model.joints[i];
+        let (iv, nv) = (j.idx_v, j.nv());
+        let f = data.of[i];
+        let (y, dy) = (data.o_ycrb[i], data.do_ycrb[i]);
+        let ancestors = &model.supports[i][..model.supports[i].len() - 1];
+        for c in 0..nv {
+            let col = iv + c;
+            data.tau[col] = data.oj[col].dot(&f);
+            let dfdv = y * data.dadv[col] + dy * data.oj[col];
+            let dfdq = y * data.dadq[col] + dy * data.dvdq[col];
+            // Rows of this joint (j ⪯ k both ways for a free-flyer's own DoFs).
+            for r in iv..iv + nv {
+                data.dtau_dq[(r, col)] = data.oj[r].dot(&dfdq);
+                data.dtau_dv[(r, col)] = data.oj[r].dot(&dfdv);
+            }
+            // Rows of strict ancestors: their columns J_k do not move with dq_j, so the rigid
+            // transport of the subtree force does not cancel.
+            let dfdq_up = dfdq + cross_force(&data.oj[col], &f);
+            for &b in ancestors {
+                let jb = &model.joints[b];
+                for r in jb.idx_v..jb.idx_v + jb.nv() {
+                    data.dtau_dq[(r, col)] = data.oj[r].dot(&dfdq_up);
+                    data.dtau_dv[(r, col)] = data.oj[r].dot(&dfdv);
+                }
+            }
+        }
+        // Rows of this joint, columns of strict ancestors: J_k^T oYcrb = (oYcrb J_k)^T as
+        // oYcrb is symmetric, so each row needs two 6-vectors.
+        for r in iv..iv + nv {
+            let yk = y * data.oj[r];
+            let dk = dy.tr_mul(&data.oj[r]);
+            for &b in ancestors {
+                let jb = &model.joints[b];
+                for col in jb.idx_v..jb.idx_v + jb.nv() {
+                    data.dtau_dq[(r, col)] = yk.dot(&data.dadq[col]) + dk.dot(&data.dvdq[col]);
+                    data.dtau_dv[(r, col)] = yk.dot(&data.dadv[col]) + dk.dot(&data.oj[col]);
+                }
+            }
+        }
+        if let Some(p) = j.parent {
+            data.of[p] += f;
+            data.o_ycrb[p] += y;
+            data.do_ycrb[p] += dy;
+        }
+    }
+
+    for pf in forces {
+        let minus_f = -pf.force;
+        add_jt_force(model, &data.o_m_i, pf.body, &pf.point, &minus_f, data.tau.as_mut_slice());
+        jt_force_derivative(model, &data.o_m_i, pf.body, &pf.point, &minus_f, &mut data.dtau_dq);
+    }
+}
+
+/// `B(I, v) = v x* I - I v x + (I v) x*-matrix`, so that
+/// `B u = I (u x v) + v x* (I u) + u x* (I v)`: the change of a body force `I a + v x* I v` that
+/// is linear in a motion change `u` entering both `a` (as `u x v`) and `v` (Pinocchio's `doYcrb`).
+fn inertia_velocity_variation(i6: &Matrix6<f64>, v: &Vector6<f64>, h: &Vector6<f64>) -> Matrix6<f64> {
+    // crf(v) = [[w x, 0], [v x, w x]]; crm(v) = -crf(v)^T, and since I is symmetric
+    // crf(v) I - I crm(v) = A + A^T with A = crf(v) I.
+    let (wx, vx) = (skew(&ang(v)), skew(&lin(v)));
+    let mut crf = Matrix6::zeros();
+    crf.fixed_view_mut::<3, 3>(0, 0).copy_from(&wx);
+    crf.fixed_view_mut::<3, 3>(3, 0).copy_from(&vx);
+    crf.fixed_view_mut::<3, 3>(3, 3).copy_from(&wx);
+    let a = crf * i6;
+    let mut b = a + a.transpose();
+    // u x* h = [w_u x f_h; w_u x n_h + v_u x f_h] = [[0, -f x], [-f x, -n x]] u.
+    let (fx, nx): (Matrix3<f64>, Matrix3<f64>) = (skew(&lin(h)), skew(&ang(h)));
+    let mut top_right = b.fixed_view_mut::<3, 3>(0, 3);
+    top_right -= fx;
+    let mut bottom_left = b.fixed_view_mut::<3, 3>(3, 0);
+    bottom_left -= fx;
+    let mut bottom_right = b.fixed_view_mut::<3, 3>(3, 3);
+    bottom_right -= nx;
+    b
+}
