@@ -17,40 +17,55 @@ const NONE: usize = usize::MAX;
 /// triangle of `l` is not touched). Returns `false` if the matrix is not positive definite.
 pub fn factor(a: &DMatrix<f64>, shift: Option<&[f64]>, parent: &[usize], l: &mut DMatrix<f64>) -> bool {
     let n = a.nrows();
+    check(l, parent);
+    assert!(a.ncols() == n && shift.is_none_or(|s| s.len() >= n), "ltl::factor: size mismatch");
     let (src, dst) = (a.as_slice(), l.as_mut_slice());
     // Column-major: element (r, c) at r + c * n. Only ancestor entries are read and written.
-    for k in 0..n {
-        dst[k + k * n] = src[k + k * n] + shift.map_or(0.0, |s| s[k]);
-        let mut i = parent[k];
-        while i != NONE {
-            dst[k + i * n] = src[k + i * n];
-            i = parent[i];
-        }
-    }
-    for k in (0..n).rev() {
-        let d = dst[k + k * n];
-        if d <= 0.0 || !d.is_finite() {
-            return false;
-        }
-        let lkk = d.sqrt();
-        dst[k + k * n] = lkk;
-        let mut i = parent[k];
-        while i != NONE {
-            dst[k + i * n] /= lkk;
-            i = parent[i];
-        }
-        let mut i = parent[k];
-        while i != NONE {
-            let lki = dst[k + i * n];
-            let mut j = i;
-            while j != NONE {
-                dst[i + j * n] -= lki * dst[k + j * n];
-                j = parent[j];
+    // SAFETY (all `get_unchecked` below): `k < n`, and every index reached through `parent` is
+    // `< n` (checked by `check`), so `r + c * n < n * n = len`.
+    unsafe {
+        for k in 0..n {
+            *dst.get_unchecked_mut(k + k * n) = src.get_unchecked(k + k * n) + shift.map_or(0.0, |s| s[k]);
+            let mut i = *parent.get_unchecked(k);
+            while i != NONE {
+                *dst.get_unchecked_mut(k + i * n) = *src.get_unchecked(k + i * n);
+                i = *parent.get_unchecked(i);
             }
-            i = parent[i];
+        }
+        for k in (0..n).rev() {
+            let d = *dst.get_unchecked(k + k * n);
+            if d <= 0.0 || !d.is_finite() {
+                return false;
+            }
+            let lkk = d.sqrt();
+            *dst.get_unchecked_mut(k + k * n) = lkk;
+            let mut i = *parent.get_unchecked(k);
+            while i != NONE {
+                *dst.get_unchecked_mut(k + i * n) /= lkk;
+                i = *parent.get_unchecked(i);
+            }
+            let mut i = *parent.get_unchecked(k);
+            while i != NONE {
+                let lki = *dst.get_unchecked(k + i * n);
+                let mut j = i;
+                while j != NONE {
+                    *dst.get_unchecked_mut(i + j * n) -= lki * *dst.get_unchecked(k + j * n);
+                    j = *parent.get_unchecked(j);
+                }
+                i = *parent.get_unchecked(i);
+            }
         }
     }
     true
+}
+
+/// The invariants the unchecked indexing relies on: a square factor, one parent per dof, and
+/// parents that precede their children.
+#[inline]
+fn check(l: &DMatrix<f64>, parent: &[usize]) {
+    let n = l.nrows();
+    assert!(l.ncols() == n && parent.len() == n, "ltl: factor is {}x{}, {} parents", n, l.ncols(), parent.len());
+    assert!(parent.iter().enumerate().all(|(i, &p)| p == NONE || p < i), "ltl: a parent dof must precede its child");
 }
 
 /// `x <- L^-T x`.
@@ -62,8 +77,8 @@ pub fn solve_lt(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
         if x[i] == 0.0 {
             continue;
         }
-        x[i] /= s[i + i * n];
-        let xi = x[i];
+        let xi = x[i] / s[i + i * n];
+        x[i] = xi;
         let mut j = parent[i];
         while j != NONE {
             x[j] -= s[i + j * n] * xi;

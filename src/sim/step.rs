@@ -227,26 +227,34 @@ pub fn stage_free_velocity(model: &Model, ws: &mut StepWorkspace, v: &[f64], u: 
 pub fn stage_delassus(model: &Model, ws: &mut StepWorkspace, h: f64) {
     let n = 3 * ws.contacts.n_active();
     let nv = ws.v_free.len();
-    let jac = &ws.contacts.jac;
+    // Plain column-major slices: these loops are the hot part of the step.
+    let rows = ws.contacts.jac.nrows();
+    let jac = ws.contacts.jac.as_slice();
+    let y = ws.lt_inv_jt.as_mut_slice();
     for r in 0..n {
-        let mut col = ws.lt_inv_jt.column_mut(r);
-        for c in 0..nv {
-            col[c] = jac[(r, c)];
+        let col = &mut y[r * nv..(r + 1) * nv];
+        for (c, yc) in col.iter_mut().enumerate() {
+            *yc = jac[r + c * rows];
         }
-        ltl::solve_lt(&ws.data.mass_ltl, &model.dof_parent, col.as_mut_slice());
+        ltl::solve_lt(&ws.data.mass_ltl, &model.dof_parent, col);
     }
     // G is symmetric: fill the upper triangle and mirror.
+    let g = ws.delassus.as_mut_slice();
+    let gr = 3 * ws.contacts.k;
     for i in 0..n {
+        let yi = &y[i * nv..(i + 1) * nv];
         for j in i..n {
-            let g = ws.lt_inv_jt.column(i).dot(&ws.lt_inv_jt.column(j));
-            ws.delassus[(i, j)] = g;
-            ws.delassus[(j, i)] = g;
+            let yj = &y[j * nv..(j + 1) * nv];
+            let d: f64 = yi.iter().zip(yj).map(|(a, b)| a * b).sum();
+            g[i + j * gr] = d;
+            g[j + i * gr] = d;
         }
     }
+    let vf = ws.v_free.as_slice();
     for r in 0..n {
         let mut s = 0.0;
-        for c in 0..nv {
-            s += jac[(r, c)] * ws.v_free[c];
+        for (c, v) in vf.iter().enumerate() {
+            s += jac[r + c * rows] * v;
         }
         ws.b[r] = s;
     }
