@@ -37,6 +37,9 @@ pub struct Contacts {
     pub primitive: Vec<usize>,
     /// Candidates in the contact problem, in order (at most k).
     pub active: Vec<usize>,
+    /// For each candidate, the dofs that move it, root first (its Jacobian rows are zero
+    /// elsewhere; two candidates share exactly the common prefix of their lists).
+    pub dofs: Vec<Vec<usize>>,
     /// Stacked Jacobian of the active contacts, rows `(n, t1, t2)` per contact: the first
     /// `3 * active.len()` rows are used (3k x nv).
     pub jac: DMatrix<f64>,
@@ -55,6 +58,16 @@ impl Contacts {
             mu: vec![0.0; k],
             primitive: vec![0; k],
             active: Vec::with_capacity(k),
+            dofs: model
+                .contact_points
+                .iter()
+                .map(|cp| {
+                    model.supports[cp.body]
+                        .iter()
+                        .flat_map(|&b| model.joints[b].idx_v..model.joints[b].idx_v + model.joints[b].nv())
+                        .collect()
+                })
+                .collect(),
             jac: DMatrix::zeros(3 * k, model.nv),
         }
     }

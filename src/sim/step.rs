@@ -238,14 +238,25 @@ pub fn stage_delassus(model: &Model, ws: &mut StepWorkspace, h: f64) {
         }
         ltl::solve_lt(&ws.data.mass_ltl, &model.dof_parent, col);
     }
-    // G is symmetric: fill the upper triangle and mirror.
+    // G is symmetric: fill the upper triangle and mirror. Column `Y_i` is supported on the
+    // dofs of contact i's branch, so `Y_i . Y_j` only runs over the dofs the two branches
+    // share: the common prefix of their root-first dof lists.
     let g = ws.delassus.as_mut_slice();
     let gr = 3 * ws.contacts.k;
+    let (active, dofs) = (&ws.contacts.active, &ws.contacts.dofs);
     for i in 0..n {
+        let di = &dofs[active[i / 3]];
         let yi = &y[i * nv..(i + 1) * nv];
         for j in i..n {
+            let dj = &dofs[active[j / 3]];
             let yj = &y[j * nv..(j + 1) * nv];
-            let d: f64 = yi.iter().zip(yj).map(|(a, b)| a * b).sum();
+            let mut d = 0.0;
+            for (&a, &b) in di.iter().zip(dj.iter()) {
+                if a != b {
+                    break;
+                }
+                d += yi[a] * yj[a];
+            }
             g[i + j * gr] = d;
             g[j + i * gr] = d;
         }
@@ -253,8 +264,8 @@ pub fn stage_delassus(model: &Model, ws: &mut StepWorkspace, h: f64) {
     let vf = ws.v_free.as_slice();
     for r in 0..n {
         let mut s = 0.0;
-        for (c, v) in vf.iter().enumerate() {
-            s += jac[r + c * rows] * v;
+        for &c in &dofs[active[r / 3]] {
+            s += jac[r + c * rows] * vf[c];
         }
         ws.b[r] = s;
     }
@@ -309,12 +320,14 @@ pub fn stage_integrate(
 ) {
     // M^-1 J^T lambda = L^-1 (Y lambda), computed in `dq` as scratch.
     let n = 3 * ws.contacts.n_active();
-    for i in 0..model.nv {
-        let mut s = 0.0;
-        for r in 0..n {
-            s += ws.lt_inv_jt[(i, r)] * ws.lambda_active[r];
+    let nv = model.nv;
+    let y = ws.lt_inv_jt.as_slice();
+    ws.dq.fill(0.0);
+    for r in 0..n {
+        let l = ws.lambda_active[r];
+        for &c in &ws.contacts.dofs[ws.contacts.active[r / 3]] {
+            ws.dq[c] += y[c + r * nv] * l;
         }
-        ws.dq[i] = s;
     }
     ltl::solve_l(&ws.data.mass_ltl, &model.dof_parent, ws.dq.as_mut_slice());
     for i in 0..model.nv {
