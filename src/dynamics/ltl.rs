@@ -87,6 +87,21 @@ pub fn solve_lt(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
     }
 }
 
+/// `x <- L^-T x` for an `x` supported on one root-first chain of dofs `chain` (the dofs that move
+/// one body): then the ancestors of `chain[i]` are `chain[..i]` and the result stays on the
+/// chain, so the solve is a dense triangular solve of the chain's length.
+pub fn solve_lt_chain(l: &DMatrix<f64>, chain: &[usize], x: &mut [f64]) {
+    let n = l.nrows();
+    let s = l.as_slice();
+    for (idx, &i) in chain.iter().enumerate().rev() {
+        let xi = x[i] / s[i + i * n];
+        x[i] = xi;
+        for &j in &chain[..idx] {
+            x[j] -= s[i + j * n] * xi;
+        }
+    }
+}
+
 /// `x <- L^-1 x`.
 pub fn solve_l(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
     let n = l.nrows();
@@ -132,6 +147,20 @@ mod tests {
         let mut x = b.clone();
         solve(&l, &model.dof_parent, x.as_mut_slice());
         assert!((&a * &x - &b).norm() < 1e-10 * b.norm());
+        // On a chain (the dofs of the front-left leg and the base) the chain solve agrees.
+        let foot = model.body_index("FL_calf").unwrap();
+        let chain: Vec<usize> = model.supports[foot]
+            .iter()
+            .flat_map(|&b| model.joints[b].idx_v..model.joints[b].idx_v + model.joints[b].nv())
+            .collect();
+        let mut xc = DVector::zeros(model.nv);
+        for &c in &chain {
+            xc[c] = b[c];
+        }
+        let mut full = xc.clone();
+        solve_lt(&l, &model.dof_parent, full.as_mut_slice());
+        solve_lt_chain(&l, &chain, xc.as_mut_slice());
+        assert!((full - xc).norm() < 1e-14);
         // L^-T and L^-1 compose to the inverse, and G = Y^T Y with Y = L^-T J^T.
         let mut y = b.clone();
         solve_lt(&l, &model.dof_parent, y.as_mut_slice());

@@ -224,7 +224,7 @@ pub fn stage_free_velocity(model: &Model, ws: &mut StepWorkspace, v: &[f64], u: 
 
 /// Stage 4: for the `ka` active contacts, `Y = L^-T J^T`, `G = J M^-1 J^T = Y^T Y` and
 /// `b = J v_free + [phi/h; 0; 0]`.
-pub fn stage_delassus(model: &Model, ws: &mut StepWorkspace, h: f64) {
+pub fn stage_delassus(ws: &mut StepWorkspace, h: f64) {
     let n = 3 * ws.contacts.n_active();
     let nv = ws.v_free.len();
     // Plain column-major slices: these loops are the hot part of the step.
@@ -232,11 +232,13 @@ pub fn stage_delassus(model: &Model, ws: &mut StepWorkspace, h: f64) {
     let jac = ws.contacts.jac.as_slice();
     let y = ws.lt_inv_jt.as_mut_slice();
     for r in 0..n {
+        let chain = &ws.contacts.dofs[ws.contacts.active[r / 3]];
         let col = &mut y[r * nv..(r + 1) * nv];
-        for (c, yc) in col.iter_mut().enumerate() {
-            *yc = jac[r + c * rows];
+        col.fill(0.0);
+        for &c in chain {
+            col[c] = jac[r + c * rows];
         }
-        ltl::solve_lt(&ws.data.mass_ltl, &model.dof_parent, col);
+        ltl::solve_lt_chain(&ws.data.mass_ltl, chain, col);
     }
     // G is symmetric: fill the upper triangle and mirror. Column `Y_i` is supported on the
     // dofs of contact i's branch, so `Y_i . Y_j` only runs over the dofs the two branches
@@ -250,13 +252,9 @@ pub fn stage_delassus(model: &Model, ws: &mut StepWorkspace, h: f64) {
         for j in i..n {
             let dj = &dofs[active[j / 3]];
             let yj = &y[j * nv..(j + 1) * nv];
-            let mut d = 0.0;
-            for (&a, &b) in di.iter().zip(dj.iter()) {
-                if a != b {
-                    break;
-                }
-                d += yi[a] * yj[a];
-            }
+            // The shared prefix; contacts on one body share all of it.
+            let common = di.iter().zip(dj.iter()).take_while(|(a, b)| a == b).count();
+            let d: f64 = di[..common].iter().map(|&a| yi[a] * yj[a]).sum();
             g[i + j * gr] = d;
             g[j + i * gr] = d;
         }
@@ -380,7 +378,7 @@ pub fn step(
         ws.modes.fill(ContactMode::Separated);
         ws.lambda_warm.fill(0.0);
     } else {
-        stage_delassus(model, ws, h);
+        stage_delassus(ws, h);
         info.solver = stage_solve(ws, &settings.solver);
         match info.solver.status {
             solver::Status::Converged => {}
