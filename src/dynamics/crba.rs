@@ -36,7 +36,7 @@ pub fn crba_from_placements(model: &Model, data: &mut Data) {
             let col = ji.idx_v + c;
             let mut f = data.ycrb[i].mul_motion(&ji.kind.subspace_col(c));
             for r in c..ji.nv() {
-                let val = ji.kind.subspace_col(r).dot(&f);
+                let val = ji.kind.project_force(r, &f);
                 data.mass_matrix[(ji.idx_v + r, col)] = val;
                 data.mass_matrix[(col, ji.idx_v + r)] = val;
             }
@@ -45,7 +45,7 @@ pub fn crba_from_placements(model: &Model, data: &mut Data) {
                 f = data.li_m_i[k].act_force(&f);
                 let jp = &model.joints[p];
                 for r in 0..jp.nv() {
-                    let val = jp.kind.subspace_col(r).dot(&f);
+                    let val = jp.kind.project_force(r, &f);
                     data.mass_matrix[(jp.idx_v + r, col)] = val;
                     data.mass_matrix[(col, jp.idx_v + r)] = val;
                 }

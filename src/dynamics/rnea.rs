@@ -54,7 +54,7 @@ fn rnea_impl(model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: Option<&[f
     for i in (0..model.joints.len()).rev() {
         let j = &model.joints[i];
         for c in 0..j.nv() {
-            data.tau[j.idx_v + c] = j.kind.subspace_col(c).dot(&data.f[i]);
+            data.tau[j.idx_v + c] = j.kind.project_force(c, &data.f[i]);
         }
         if let Some(p) = j.parent {
             let fp = data.li_m_i[i].act_force(&data.f[i]);

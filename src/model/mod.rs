@@ -48,6 +48,16 @@ impl JointKind {
         }
     }
 
+    /// `S[:, c]^T f` for a force `f` in the joint frame: the generalized force on dof `c`.
+    #[inline]
+    pub fn project_force(&self, c: usize, f: &Vector6<f64>) -> f64 {
+        match self {
+            JointKind::FreeFlyer => f[c],
+            JointKind::Revolute { axis } => axis.x * f[3] + axis.y * f[4] + axis.z * f[5],
+            JointKind::Prismatic { axis } => axis.x * f[0] + axis.y * f[1] + axis.z * f[2],
+        }
+    }
+
     /// Column `c` of the motion subspace `S` (6 x nv), in the joint (body) frame.
     #[inline]
     pub fn subspace_col(&self, c: usize) -> Vector6<f64> {

@@ -198,9 +198,9 @@ impl Inertia {
         let c = (self.mass * self.com + other.mass * other.com) / m;
         let d1 = self.com - c;
         let d2 = other.com - c;
+        // -m [d]^2 = m (|d|^2 I - d d^T), without forming the skew matrices.
         let steiner = |mass: f64, d: &Vector3<f64>| -> Matrix3<f64> {
-            let s = skew(d);
-            -mass * s * s
+            mass * (Matrix3::from_diagonal_element(d.norm_squared()) - d * d.transpose())
         };
         Inertia {
             mass: m,
