@@ -142,3 +142,67 @@ pub fn add_jt_force(
         }
     }
 }
+
+/// World angular axis `w_k` of DoF column `c` of body `b`'s joint.
+#[inline]
+fn angular_column(model: &Model, o_m_i: &[Se3], b: usize, c: usize) -> Vector3<f64> {
+    o_m_i[b].rot * ang(&model.joints[b].kind.subspace_col(c))
+}
+
+/// `d omega / d q` at fixed `v` (3 x nv, tangent space) into `out` (other columns zeroed), for
+/// the world angular velocity `omega = J_w v = sum_k w_k v_k` of `body`.
+///
+/// With `d w_k / d q_j = w_j x w_k` for `j ⪯ k` and `0` for `k ≺ j` (a strict ancestor's axis
+/// does not move with a descendant's DoF), column `j` is `w_j x (omega - omega_parent)`, where
+/// `omega_parent` sums the strict ancestor joints of `j`. For a free-flyer this is the
+/// `R (e_j x e_k)` pattern of the right perturbation `M exp6(dq)`. Allocation-free.
+pub fn angular_velocity_derivative(model: &Model, o_m_i: &[Se3], body: usize, v: &[f64], out: &mut DMatrix<f64>) {
+    assert_eq!(out.shape(), (3, model.nv), "angular_velocity_derivative: out must be 3 x nv");
+    out.fill(0.0);
+    let chain = &model.supports[body];
+    let mut omega = Vector3::zeros();
+    for &b in chain {
+        let j = &model.joints[b];
+        for c in 0..j.nv() {
+            omega += angular_column(model, o_m_i, b, c) * v[j.idx_v + c];
+        }
+    }
+    let mut omega_parent = Vector3::zeros();
+    for &b in chain {
+        let j = &model.joints[b];
+        let mut dw = Vector3::zeros();
+        for c in 0..j.nv() {
+            let w = angular_column(model, o_m_i, b, c);
+            out.fixed_view_mut::<3, 1>(0, j.idx_v + c).copy_from(&w.cross(&(omega - omega_parent)));
+            dw += w * v[j.idx_v + c];
+        }
+        omega_parent += dw;
+    }
+}
+
+/// Adds `d (J_w^T tau) / d q` (nv x nv, tangent space) to `out` for a pure torque `tau_world`
+/// held fixed in the world and applied to `body` (`J_w` its world angular Jacobian): entry
+/// `(k, j)` is `tau . (w_j x w_k)` for `j ⪯ k`, zero otherwise. Allocation-free; O(depth^2).
+pub fn jt_torque_derivative(
+    model: &Model,
+    o_m_i: &[Se3],
+    body: usize,
+    tau_world: &Vector3<f64>,
+    out: &mut DMatrix<f64>,
+) {
+    assert_eq!(out.shape(), (model.nv, model.nv), "jt_torque_derivative: out must be nv x nv");
+    let chain = &model.supports[body];
+    for (pos_k, &bk) in chain.iter().enumerate() {
+        let jk = &model.joints[bk];
+        for ck in 0..jk.nv() {
+            // tau . (w_j x w_k) = w_j . (w_k x tau).
+            let wk_x_tau = angular_column(model, o_m_i, bk, ck).cross(tau_world);
+            for &bj in &chain[..=pos_k] {
+                let jj = &model.joints[bj];
+                for cj in 0..jj.nv() {
+                    out[(jk.idx_v + ck, jj.idx_v + cj)] += angular_column(model, o_m_i, bj, cj).dot(&wk_x_tau);
+                }
+            }
+        }
+    }
+}

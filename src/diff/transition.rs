@@ -1,0 +1,374 @@
+//! Analytic transition Jacobians of the step (DESIGN 3): `A = d x+ / d x` (2nv x 2nv) and
+//! `B = d x+ / d u` (2nv x nu) in tangent coordinates `dx = [dq; dv]`, with the exact,
+//! mode-dependent contact sensitivity. Checked against [`fd_transition`](super::fd_transition).
+//!
+//! # Smooth part at fixed impulses
+//! With `M~ = M + h D` (implicit actuator damping) the step residual is
+//!
+//! ```text
+//! F = M(q)(v+ - v) + h D (v+ - v) + h c(q, v) - h (S u + tau_ext) - J(q)^T lambda = 0.
+//! ```
+//!
+//! `M(q)(v+ - v) + h c(q, v) - J^T lambda = h tau(q, v)` with
+//! `tau = rnea(q, v, a*) - sum_i J_pi^T f_i`, `a* = (v+ - v)/h`, `f_i = C_i lambda_i / h` and
+//! `C_i = [n t1 t2]`. The contact point of a sphere foot `p = c - r n` is not a material point
+//! (it slides over the sphere as the body turns, `n` fixed in the world), so `J_p^T f` is
+//! written as the force `f` at the material centre `c` plus the world-fixed pure torque
+//! `tau_i = -r n x f` (`J_p = J_c + r [n]x J_w`); the torque's generalized force `J_w^T tau`
+//! has `d (tau . w_k) / d q_j = tau . (w_j x w_k)` for `j ⪯ k`
+//! ([`jt_torque_derivative`]). `tau_ext` is an input vector of the step, held fixed, so it has
+//! no derivative. Then
+//!
+//! ```text
+//! dv+_fixed = -M~^-1 (h dtau/dq dq + (h dtau/dv - M~) dv - h S du).
+//! ```
+//!
+//! # Contact velocity
+//! `w = J v+ + [phi/h; 0; 0]`. Row `a` in `{n, t1, t2}` of a contact reads
+//! `a . v_c + (r a x n) . omega`, so at fixed `v+`
+//! `d w / d q = a^T d v_c/dq + (r a x n)^T d omega/dq + (1/h) e_n n^T J_c`
+//! ([`point_velocity_derivative`], [`angular_velocity_derivative`]; `n^T J_c = n^T J_p`), and
+//! `dw = G dlambda + dw_fixed` with `dw_fixed = J dv+_fixed + dw/dq dq`. Flat terrain is
+//! assumed: the derivatives of the contact frame `C` on curved terrain are neglected.
+//!
+//! # Contact law (exact sensitivity)
+//! The realized mode of each contact is linearized as `R_lambda dlambda + R_w dw = 0`:
+//! separated `dlambda_i = 0`; sticking `dw_i = 0`; sliding `dw_n = 0` and
+//! `dl_t + mu t_hat dl_n + mu l_n (I - t_hat t_hat^T)/||w_t|| dw_t = 0`, `t_hat = w_t/||w_t||`.
+//! Hence `(R_lambda + R_w G) dlambda = -R_w dw_fixed` (3ka x 3ka, all `2nv + nu` columns at
+//! once), `dv+ = dv+_fixed + M~^-1 J^T dlambda` and `dq+ = d_dq dq + d_ddq h dv+` with
+//! `(d_dq, d_ddq)` the Jacobians of `integrate(q, h v+)`.
+//!
+//! The relaxed sensitivities of DESIGN 3 only change `R_lambda`, `R_w` and the point of
+//! linearization; they are declared in [`Sensitivity`] but not implemented yet.
+
+use crate::contact::solver::ContactMode;
+use crate::contact::Terrain;
+use crate::dynamics::kinematics_derivatives::{
+    angular_velocity_derivative, jt_torque_derivative, point_velocity_derivative,
+};
+use crate::dynamics::ltl;
+use crate::dynamics::rnea_derivatives::{rnea_derivatives_with_forces, PointForce};
+use crate::model::configuration::integrate_jacobians;
+use crate::model::{Data, Model};
+use crate::sim::step::{step, StepInfo, StepSettings, StepWorkspace};
+use nalgebra::{DMatrix, DVector, Vector3};
+
+/// Which contact sensitivity the backward step uses (DESIGN 3).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Sensitivity {
+    /// Differentiate the realized modes (DESIGN 3.1).
+    Exact,
+    /// Normal complementarity relaxed to `l_n w_n = kappa` (DESIGN 3.2). Not implemented yet.
+    SignoriniRelaxed { kappa: f64 },
+    /// Central-path relaxation of the whole cone complementarity with the normal shift `delta`
+    /// (DESIGN 3.3). Not implemented yet.
+    Relaxed { kappa: f64, delta: f64 },
+}
+
+/// Outcome of [`transition_jacobians`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransitionStatus {
+    /// `A` and `B` were computed.
+    Ok,
+    /// The forward step did not advance (see the step info); `A`, `B` are unspecified.
+    StepFailed,
+    /// The requested sensitivity is not implemented; `A`, `B` are unspecified.
+    NotImplemented,
+    /// The linearized contact system `R_lambda + R_w G` was singular; `A`, `B` unspecified.
+    SingularContactSystem,
+}
+
+/// Diagnostics of [`transition_jacobians`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TransitionInfo {
+    pub status: TransitionStatus,
+    /// The forward step's info.
+    pub step: StepInfo,
+}
+
+/// Preallocated buffers of [`transition_jacobians`].
+#[derive(Clone)]
+pub struct TransitionWorkspace {
+    /// Rigid-body workspace for the derivatives (the step keeps its own).
+    pub data: Data,
+    /// Next state of the forward step (nq, nv).
+    pub q_next: DVector<f64>,
+    pub v_next: DVector<f64>,
+    /// `a* = (v+ - v)/h` (nv).
+    a_star: DVector<f64>,
+    /// Contact forces at the sphere centres (up to k).
+    forces: Vec<PointForce>,
+    /// `d v+` for the columns `[dq, dv, du]` (nv x (2nv + nu)); first holds the right-hand side.
+    dv: DMatrix<f64>,
+    /// `dw_fixed`, then `dlambda` (3k x (2nv + nu), first `3 ka` rows used).
+    dw: DMatrix<f64>,
+    /// `R_lambda + R_w G` (3k x 3k, top-left `3 ka` block used), LU-factored in place.
+    kmat: DMatrix<f64>,
+    pivots: Vec<usize>,
+    /// `d v_c / d q` and `d omega / d q` at fixed `v+` (3 x nv each).
+    dvc: DMatrix<f64>,
+    domega: DMatrix<f64>,
+    /// Jacobians of `integrate(q, h v+)` (nv x nv each).
+    d_dq: DMatrix<f64>,
+    d_ddq: DMatrix<f64>,
+    /// Scratch (nv).
+    col: DVector<f64>,
+}
+
+impl TransitionWorkspace {
+    pub fn new(model: &Model) -> Self {
+        let (nq, nv, nu, k) = (model.nq, model.nv, model.nu, model.contact_points.len());
+        let ncols = 2 * nv + nu;
+        Self {
+            data: Data::new(model),
+            q_next: DVector::zeros(nq),
+            v_next: DVector::zeros(nv),
+            a_star: DVector::zeros(nv),
+            forces: Vec::with_capacity(k),
+            dv: DMatrix::zeros(nv, ncols),
+            dw: DMatrix::zeros(3 * k, ncols),
+            kmat: DMatrix::zeros(3 * k, 3 * k),
+            pivots: vec![0; 3 * k],
+            dvc: DMatrix::zeros(3, nv),
+            domega: DMatrix::zeros(3, nv),
+            d_dq: DMatrix::zeros(nv, nv),
+            d_ddq: DMatrix::zeros(nv, nv),
+            col: DVector::zeros(nv),
+        }
+    }
+}
+
+/// Runs the step at `(q, v, u, tau_ext)` (so `ws` holds the forward solution and `tw.q_next`,
+/// `tw.v_next` the next state) and writes its transition Jacobians `a` (2nv x 2nv) and `b`
+/// (2nv x nu) with the requested contact sensitivity. Flat terrain is assumed for the contact
+/// frame derivatives (module docs).
+#[allow(clippy::too_many_arguments)]
+pub fn transition_jacobians(
+    model: &Model,
+    terrain: &Terrain,
+    settings: &StepSettings,
+    ws: &mut StepWorkspace,
+    tw: &mut TransitionWorkspace,
+    (q, v, u, tau_ext): (&[f64], &[f64], &[f64], &[f64]),
+    sensitivity: Sensitivity,
+    a: &mut DMatrix<f64>,
+    b: &mut DMatrix<f64>,
+) -> TransitionInfo {
+    let (nv, nu, h) = (model.nv, model.nu, settings.dt);
+    assert_eq!(a.shape(), (2 * nv, 2 * nv), "transition_jacobians: a must be 2nv x 2nv");
+    assert_eq!(b.shape(), (2 * nv, nu), "transition_jacobians: b must be 2nv x nu");
+    let step_info =
+        step(model, terrain, settings, ws, q, v, u, tau_ext, tw.q_next.as_mut_slice(), tw.v_next.as_mut_slice());
+    let mut info = TransitionInfo { status: TransitionStatus::Ok, step: step_info };
+    if !step_info.status.advanced() {
+        info.status = TransitionStatus::StepFailed;
+        return info;
+    }
+    if sensitivity != Sensitivity::Exact {
+        info.status = TransitionStatus::NotImplemented;
+        return info;
+    }
+    let ncols = 2 * nv + nu;
+    let ka = ws.contacts.n_active();
+    let n = 3 * ka;
+
+    // Smooth part: dtau/dq, dtau/dv of rnea(q, v, a*) - sum J_p^T f at the forward solution.
+    for i in 0..nv {
+        tw.a_star[i] = (tw.v_next[i] - v[i]) / h;
+    }
+    tw.forces.clear();
+    for (c, &i) in ws.contacts.active.iter().enumerate() {
+        let cp = &model.contact_points[i];
+        let f = contact_force(ws, c, i) / h;
+        let centre = ws.contacts.point[i] + cp.radius * ws.contacts.normal[i];
+        tw.forces.push(PointForce { body: cp.body, point: centre, force: f });
+    }
+    rnea_derivatives_with_forces(model, &mut tw.data, q, v, tw.a_star.as_slice(), &tw.forces);
+    for (c, &i) in ws.contacts.active.iter().enumerate() {
+        let cp = &model.contact_points[i];
+        if cp.radius != 0.0 {
+            // tau - J_w^T tau_i with tau_i = -r n x f: pass -tau_i = r n x f.
+            let minus_torque = cp.radius * ws.contacts.normal[i].cross(&tw.forces[c].force);
+            jt_torque_derivative(model, &tw.data.o_m_i, cp.body, &minus_torque, &mut tw.data.dtau_dq);
+        }
+    }
+
+    // Right-hand side -(h dtau/dq | h dtau/dv - M~ | -h S), then dv+_fixed = M~^-1 rhs.
+    let m = &ws.data.mass_matrix;
+    for c in 0..nv {
+        for r in 0..nv {
+            tw.dv[(r, c)] = -h * tw.data.dtau_dq[(r, c)];
+            tw.dv[(r, nv + c)] = m[(r, c)] - h * tw.data.dtau_dv[(r, c)];
+        }
+        tw.dv[(c, nv + c)] += ws.mass_shift[c];
+    }
+    for c in 0..nu {
+        tw.dv.column_mut(2 * nv + c).fill(0.0);
+        tw.dv[(model.actuated_dofs[c], 2 * nv + c)] = h;
+    }
+    for c in 0..ncols {
+        ltl::solve(&ws.data.mass_ltl, &model.dof_parent, tw.dv.column_mut(c).as_mut_slice());
+    }
+
+    if n > 0 {
+        // dw_fixed = J dv+_fixed + [dw/dq | 0 | 0].
+        let jac = ws.contacts.jac.rows(0, n);
+        tw.dw.rows_mut(0, n).gemm(1.0, &jac, &tw.dv, 0.0);
+        for (c, &i) in ws.contacts.active.iter().enumerate() {
+            let cp = &model.contact_points[i];
+            let centre = tw.forces[c].point;
+            let nrm = ws.contacts.normal[i];
+            point_velocity_derivative(model, &tw.data.o_m_i, cp.body, &centre, tw.v_next.as_slice(), &mut tw.dvc);
+            angular_velocity_derivative(model, &tw.data.o_m_i, cp.body, tw.v_next.as_slice(), &mut tw.domega);
+            let axes = [nrm, ws.contacts.t1[i], ws.contacts.t2[i]];
+            for (r, axis) in axes.iter().enumerate() {
+                let sigma: Vector3<f64> = cp.radius * axis.cross(&nrm);
+                let row = 3 * c + r;
+                for j in 0..nv {
+                    let mut d = axis.dot(&tw.dvc.column(j)) + sigma.dot(&tw.domega.column(j));
+                    if r == 0 {
+                        d += ws.contacts.jac[(row, j)] / h;
+                    }
+                    tw.dw[(row, j)] += d;
+                }
+            }
+        }
+
+        // (R_lambda + R_w G) dlambda = -R_w dw_fixed, row by row per mode.
+        let g = &ws.delassus;
+        for (c, &i) in ws.contacts.active.iter().enumerate() {
+            let rows = 3 * c..3 * c + 3;
+            match ws.modes[i] {
+                ContactMode::Separated => {
+                    for r in rows {
+                        tw.kmat.row_mut(r).columns_mut(0, n).fill(0.0);
+                        tw.kmat[(r, r)] = 1.0;
+                        tw.dw.row_mut(r).fill(0.0);
+                    }
+                }
+                ContactMode::Sticking => {
+                    for r in rows {
+                        for j in 0..n {
+                            tw.kmat[(r, j)] = g[(r, j)];
+                        }
+                        for j in 0..ncols {
+                            tw.dw[(r, j)] = -tw.dw[(r, j)];
+                        }
+                    }
+                }
+                ContactMode::Sliding => {
+                    let r0 = 3 * c;
+                    for j in 0..n {
+                        tw.kmat[(r0, j)] = g[(r0, j)];
+                    }
+                    for j in 0..ncols {
+                        tw.dw[(r0, j)] = -tw.dw[(r0, j)];
+                    }
+                    let (ln, mu) = (ws.lambda_active[r0], ws.mu[c]);
+                    let wt = nalgebra::Vector2::new(ws.w_active[r0 + 1], ws.w_active[r0 + 2]);
+                    let speed = wt.norm();
+                    let that = wt / speed;
+                    let rw = (nalgebra::Matrix2::identity() - that * that.transpose()) * (mu * ln / speed);
+                    for j in 0..n {
+                        let gt = nalgebra::Vector2::new(g[(r0 + 1, j)], g[(r0 + 2, j)]);
+                        let k = rw * gt;
+                        tw.kmat[(r0 + 1, j)] = k[0];
+                        tw.kmat[(r0 + 2, j)] = k[1];
+                    }
+                    for s in 0..2 {
+                        tw.kmat[(r0 + 1 + s, r0)] += mu * that[s];
+                        tw.kmat[(r0 + 1 + s, r0 + 1 + s)] += 1.0;
+                    }
+                    for j in 0..ncols {
+                        let d = nalgebra::Vector2::new(tw.dw[(r0 + 1, j)], tw.dw[(r0 + 2, j)]);
+                        let k = -(rw * d);
+                        tw.dw[(r0 + 1, j)] = k[0];
+                        tw.dw[(r0 + 2, j)] = k[1];
+                    }
+                }
+            }
+        }
+        if !lu_solve_in_place(&mut tw.kmat, n, &mut tw.pivots, &mut tw.dw) {
+            info.status = TransitionStatus::SingularContactSystem;
+            return info;
+        }
+
+        // dv+ += M~^-1 J^T dlambda = L^-1 (Y dlambda).
+        let y = ws.lt_inv_jt.columns(0, n);
+        for c in 0..ncols {
+            tw.col.gemv(1.0, &y, &tw.dw.view((0, c), (n, 1)).column(0), 0.0);
+            ltl::solve_l(&ws.data.mass_ltl, &model.dof_parent, tw.col.as_mut_slice());
+            let mut dvc = tw.dv.column_mut(c);
+            dvc += &tw.col;
+        }
+    }
+
+    // dq+ = d_dq dq + d_ddq h dv+,   dv+ as computed.
+    for i in 0..nv {
+        tw.col[i] = h * tw.v_next[i];
+    }
+    integrate_jacobians(model, tw.col.as_slice(), &mut tw.d_dq, &mut tw.d_ddq);
+    a.view_mut((0, 0), (nv, 2 * nv)).gemm(h, &tw.d_ddq, &tw.dv.columns(0, 2 * nv), 0.0);
+    let mut a_qq = a.view_mut((0, 0), (nv, nv));
+    a_qq += &tw.d_dq;
+    a.view_mut((nv, 0), (nv, 2 * nv)).copy_from(&tw.dv.columns(0, 2 * nv));
+    b.view_mut((0, 0), (nv, nu)).gemm(h, &tw.d_ddq, &tw.dv.columns(2 * nv, nu), 0.0);
+    b.view_mut((nv, 0), (nv, nu)).copy_from(&tw.dv.columns(2 * nv, nu));
+    info
+}
+
+/// World impulse `C_i lambda_i` of active contact `c` (candidate `i`).
+fn contact_force(ws: &StepWorkspace, c: usize, i: usize) -> Vector3<f64> {
+    let l = &ws.lambda_active;
+    ws.contacts.normal[i] * l[3 * c] + ws.contacts.t1[i] * l[3 * c + 1] + ws.contacts.t2[i] * l[3 * c + 2]
+}
+
+/// Solves `K X = B` for the top-left `n x n` block of `k` and the first `n` rows of `b` (all
+/// columns) by LU with partial pivoting, in place (allocation-free). `false` if singular.
+fn lu_solve_in_place(k: &mut DMatrix<f64>, n: usize, piv: &mut [usize], b: &mut DMatrix<f64>) -> bool {
+    let scale = (0..n).map(|i| k.row(i).columns(0, n).amax()).fold(0.0f64, f64::max);
+    if !(scale > 0.0 && scale.is_finite()) {
+        return false;
+    }
+    for col in 0..n {
+        let (mut p, mut best) = (col, k[(col, col)].abs());
+        for r in col + 1..n {
+            if k[(r, col)].abs() > best {
+                p = r;
+                best = k[(r, col)].abs();
+            }
+        }
+        if best <= 1e-14 * scale {
+            return false;
+        }
+        piv[col] = p;
+        if p != col {
+            k.swap_rows(p, col);
+            b.swap_rows(p, col);
+        }
+        let d = k[(col, col)];
+        for r in col + 1..n {
+            let f = k[(r, col)] / d;
+            if f != 0.0 {
+                k[(r, col)] = f;
+                for j in col + 1..n {
+                    k[(r, j)] -= f * k[(col, j)];
+                }
+                for j in 0..b.ncols() {
+                    b[(r, j)] -= f * b[(col, j)];
+                }
+            }
+        }
+    }
+    for j in 0..b.ncols() {
+        for r in (0..n).rev() {
+            let mut s = b[(r, j)];
+            for c in r + 1..n {
+                s -= k[(r, c)] * b[(c, j)];
+            }
+            b[(r, j)] = s / k[(r, r)];
+        }
+    }
+    true
+}
