@@ -9,6 +9,7 @@ pub mod contact;
 pub mod diff;
 pub mod dynamics;
 pub mod io;
+pub mod linalg;
 pub mod model;
 pub mod scene;
 pub mod sim;

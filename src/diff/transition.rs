@@ -214,7 +214,7 @@ pub fn transition_jacobians(
     if n > 0 {
         // dw_fixed = J dv+_fixed + [dw/dq | 0 | 0].
         let jac = ws.contacts.jac.rows(0, n);
-        tw.dw.rows_mut(0, n).gemm(1.0, &jac, &tw.dv, 0.0);
+        crate::linalg::gemm_into(1.0, jac, tw.dv.as_view(), tw.dw.rows_mut(0, n));
         for (c, &i) in ws.contacts.active.iter().enumerate() {
             let cp = &model.contact_points[i];
             let centre = tw.forces[c].point;
@@ -309,11 +309,11 @@ pub fn transition_jacobians(
         tw.col[i] = h * tw.v_next[i];
     }
     integrate_jacobians(model, tw.col.as_slice(), &mut tw.d_dq, &mut tw.d_ddq);
-    a.view_mut((0, 0), (nv, 2 * nv)).gemm(h, &tw.d_ddq, &tw.dv.columns(0, 2 * nv), 0.0);
+    crate::linalg::gemm_into(h, tw.d_ddq.as_view(), tw.dv.columns(0, 2 * nv), a.view_mut((0, 0), (nv, 2 * nv)));
     let mut a_qq = a.view_mut((0, 0), (nv, nv));
     a_qq += &tw.d_dq;
     a.view_mut((nv, 0), (nv, 2 * nv)).copy_from(&tw.dv.columns(0, 2 * nv));
-    b.view_mut((0, 0), (nv, nu)).gemm(h, &tw.d_ddq, &tw.dv.columns(2 * nv, nu), 0.0);
+    crate::linalg::gemm_into(h, tw.d_ddq.as_view(), tw.dv.columns(2 * nv, nu), b.view_mut((0, 0), (nv, nu)));
     b.view_mut((nv, 0), (nv, nu)).copy_from(&tw.dv.columns(2 * nv, nu));
     info
 }

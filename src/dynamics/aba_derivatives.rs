@@ -18,7 +18,7 @@ use super::cholesky;
 use super::crba::crba;
 use super::rnea_derivatives::rnea_derivatives;
 use crate::model::{Data, Model};
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 
 /// `data.ddq = aba(q, v, tau)`, `data.ddq_dq`, `data.ddq_dv` and `data.minv = M(q)^-1`
 /// (all nv x nv); `data.dtau_dq`, `data.dtau_dv` hold the RNEA derivatives at `(q, v, ddq)`,
@@ -40,24 +40,7 @@ pub fn aba_derivatives(model: &Model, data: &mut Data, q: &[f64], v: &[f64], tau
     }
     data.minv.fill_with_identity();
     cholesky::solve_matrix_in_place(&data.mass_chol, &mut data.minv);
-    neg_product(&data.minv, &data.dtau_dq, &mut data.ddq_dq);
-    neg_product(&data.minv, &data.dtau_dv, &mut data.ddq_dv);
+    crate::linalg::gemm_into(-1.0, data.minv.as_view(), data.dtau_dq.as_view(), data.ddq_dq.as_view_mut());
+    crate::linalg::gemm_into(-1.0, data.minv.as_view(), data.dtau_dv.as_view(), data.ddq_dv.as_view_mut());
     true
-}
-
-/// `out = -a b` for square matrices. nalgebra's `gemm` on dynamic matrices goes through
-/// `matrixmultiply`, which allocates packing buffers; at these sizes a plain column-major loop
-/// is as fast and keeps the hot path allocation-free.
-fn neg_product(a: &DMatrix<f64>, b: &DMatrix<f64>, out: &mut DMatrix<f64>) {
-    let n = a.nrows();
-    for c in 0..n {
-        let mut col = out.column_mut(c);
-        col.fill(0.0);
-        for k in 0..n {
-            let bkc = b[(k, c)];
-            if bkc != 0.0 {
-                col.axpy(-bkc, &a.column(k), 1.0);
-            }
-        }
-    }
 }
