@@ -102,6 +102,26 @@ pub fn solve_lt_chain(l: &DMatrix<f64>, chain: &[usize], x: &mut [f64]) {
     }
 }
 
+/// [`solve_lt_chain`] on three right-hand sides at once (the three rows of one contact share
+/// their chain): one pass over the chain instead of three.
+pub fn solve_lt_chain3(l: &DMatrix<f64>, chain: &[usize], x0: &mut [f64], x1: &mut [f64], x2: &mut [f64]) {
+    let n = l.nrows();
+    let s = l.as_slice();
+    for (idx, &i) in chain.iter().enumerate().rev() {
+        let d = s[i + i * n];
+        let (a, b, c) = (x0[i] / d, x1[i] / d, x2[i] / d);
+        x0[i] = a;
+        x1[i] = b;
+        x2[i] = c;
+        for &j in &chain[..idx] {
+            let lij = s[i + j * n];
+            x0[j] -= lij * a;
+            x1[j] -= lij * b;
+            x2[j] -= lij * c;
+        }
+    }
+}
+
 /// `x <- L^-1 x`.
 pub fn solve_l(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
     let n = l.nrows();
@@ -159,8 +179,14 @@ mod tests {
         }
         let mut full = xc.clone();
         solve_lt(&l, &model.dof_parent, full.as_mut_slice());
+        let (mut x1, mut x2) = (xc.clone() * 2.0, xc.clone() * -0.5);
+        let mut x0 = xc.clone();
         solve_lt_chain(&l, &chain, xc.as_mut_slice());
-        assert!((full - xc).norm() < 1e-14);
+        assert!((&full - &xc).norm() < 1e-14);
+        solve_lt_chain3(&l, &chain, x0.as_mut_slice(), x1.as_mut_slice(), x2.as_mut_slice());
+        assert!(
+            (&x0 - &full).norm() < 1e-14 && (&x1 - &full * 2.0).norm() < 1e-13 && (&x2 + &full * 0.5).norm() < 1e-13
+        );
         // L^-T and L^-1 compose to the inverse, and G = Y^T Y with Y = L^-T J^T.
         let mut y = b.clone();
         solve_lt(&l, &model.dof_parent, y.as_mut_slice());

@@ -231,14 +231,18 @@ pub fn stage_delassus(ws: &mut StepWorkspace, h: f64) {
     let rows = ws.contacts.jac.nrows();
     let jac = ws.contacts.jac.as_slice();
     let y = ws.lt_inv_jt.as_mut_slice();
-    for r in 0..n {
-        let chain = &ws.contacts.dofs[ws.contacts.active[r / 3]];
-        let col = &mut y[r * nv..(r + 1) * nv];
-        col.fill(0.0);
-        for &c in chain {
-            col[c] = jac[r + c * rows];
+    for a in 0..n / 3 {
+        let chain = &ws.contacts.dofs[ws.contacts.active[a]];
+        let cols = &mut y[3 * a * nv..(3 * a + 3) * nv];
+        cols.fill(0.0);
+        for (k, col) in cols.chunks_exact_mut(nv).enumerate() {
+            for &c in chain {
+                col[c] = jac[3 * a + k + c * rows];
+            }
         }
-        ltl::solve_lt_chain(&ws.data.mass_ltl, chain, col);
+        let (c0, rest) = cols.split_at_mut(nv);
+        let (c1, c2) = rest.split_at_mut(nv);
+        ltl::solve_lt_chain3(&ws.data.mass_ltl, chain, c0, c1, c2);
     }
     // G is symmetric: fill the upper triangle and mirror. Column `Y_i` is supported on the
     // dofs of contact i's branch, so `Y_i . Y_j` only runs over the dofs the two branches
