@@ -72,6 +72,15 @@ fn unknown_robot_joint_and_field() {
 }
 
 #[test]
+fn out_of_range_solver_setting() {
+    let e = err(&GOOD.replace("dt: 0.002,", "dt: 0.002,\n    solver: (tolerance: -1.0),"));
+    assert!(
+        e.contains("scenes/bad.ron:10:") && e.contains("solver") && e.contains("tolerance") && e.contains("(0, 1)"),
+        "{e}"
+    );
+}
+
+#[test]
 fn urdf_with_a_missing_parent() {
     let urdf = r#"<robot name="r">
       <link name="a"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>

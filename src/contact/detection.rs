@@ -15,6 +15,7 @@
 //! linear Jacobian of `p` (DESIGN 1).
 
 use super::terrain::{tangent_basis, Terrain};
+use crate::dynamics::kinematics::subspace_point_velocity;
 use crate::model::{Data, Model};
 use nalgebra::{DMatrix, Vector3};
 
@@ -102,7 +103,7 @@ impl Contacts {
     /// `detect`; uses `data.jac3` as scratch.
     pub fn jacobian(&mut self, model: &Model, data: &mut Data) {
         // Rows (n, t1, t2) of the point Jacobian, written directly: only the contact's branch
-        // has nonzero columns (`point_jacobian` gives the same numbers as a 3 x nv matrix).
+        // has nonzero columns.
         for (a, &i) in self.active.iter().enumerate() {
             let cp = &model.contact_points[i];
             let p = self.point[i];
@@ -114,9 +115,7 @@ impl Contacts {
                 let j = &model.joints[b];
                 let o = &data.o_m_i[b];
                 for c in 0..j.nv() {
-                    let s = j.kind.subspace_col(c);
-                    let w = o.rot * crate::spatial::ang(&s);
-                    let v = o.rot * crate::spatial::lin(&s) + w.cross(&(p - o.trans));
+                    let v = subspace_point_velocity(o, &j.kind.subspace_col(c), &p);
                     for (r, axis) in axes.iter().enumerate() {
                         self.jac[(3 * a + r, j.idx_v + c)] = axis.dot(&v);
                     }

@@ -9,14 +9,9 @@ use nalgebra::{DMatrix, DVectorViewMut};
 /// Factors the symmetric positive-definite `a` into the lower triangle of `l`.
 /// Returns `false` if `a` is not numerically positive definite.
 pub fn factor(a: &DMatrix<f64>, l: &mut DMatrix<f64>) -> bool {
-    factor_shifted(a, None, l)
-}
-
-/// Factors `a + diag(shift)` (for implicit actuator damping) into the lower triangle of `l`.
-pub fn factor_shifted(a: &DMatrix<f64>, shift: Option<&[f64]>, l: &mut DMatrix<f64>) -> bool {
     let n = a.nrows();
     for j in 0..n {
-        let mut d = a[(j, j)] + shift.map_or(0.0, |s| s[j]);
+        let mut d = a[(j, j)];
         for k in 0..j {
             d -= l[(j, k)] * l[(j, k)];
         }

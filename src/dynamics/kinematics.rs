@@ -68,15 +68,22 @@ pub fn point_jacobian(model: &Model, o_m_i: &[Se3], body: usize, p_world: &Vecto
         let j = &model.joints[b];
         let o = &o_m_i[b];
         for c in 0..j.nv() {
-            let s = j.kind.subspace_col(c);
-            let w = o.rot * ang(&s);
-            let v = o.rot * lin(&s) + w.cross(&(p_world - o.trans));
+            let v = subspace_point_velocity(o, &j.kind.subspace_col(c), p_world);
             let col = j.idx_v + c;
             jac[(0, col)] = v.x;
             jac[(1, col)] = v.y;
             jac[(2, col)] = v.z;
         }
     }
+}
+
+/// World velocity of the point `p_world` due to a unit rate of the motion-subspace column `s` of
+/// a joint whose frame is at `o` (world): `w x (p - o) + v` with `(v, w) = o.rot * s`. Column of
+/// every point Jacobian.
+#[inline]
+pub fn subspace_point_velocity(o: &Se3, s: &Vector6<f64>, p_world: &Vector3<f64>) -> Vector3<f64> {
+    let w = o.rot * ang(s);
+    o.rot * lin(s) + w.cross(&(p_world - o.trans))
 }
 
 /// World velocity of a point rigidly attached to `body` (needs `forward_kinematics` with `v`).

@@ -87,23 +87,10 @@ pub fn solve_lt(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
     }
 }
 
-/// `x <- L^-T x` for an `x` supported on one root-first chain of dofs `chain` (the dofs that move
-/// one body): then the ancestors of `chain[i]` are `chain[..i]` and the result stays on the
-/// chain, so the solve is a dense triangular solve of the chain's length.
-pub fn solve_lt_chain(l: &DMatrix<f64>, chain: &[usize], x: &mut [f64]) {
-    let n = l.nrows();
-    let s = l.as_slice();
-    for (idx, &i) in chain.iter().enumerate().rev() {
-        let xi = x[i] / s[i + i * n];
-        x[i] = xi;
-        for &j in &chain[..idx] {
-            x[j] -= s[i + j * n] * xi;
-        }
-    }
-}
-
-/// [`solve_lt_chain`] on three right-hand sides at once (the three rows of one contact share
-/// their chain): one pass over the chain instead of three.
+/// `x <- L^-T x` for three right-hand sides supported on one root-first chain of dofs `chain`
+/// (the dofs that move one body; the three Jacobian rows of a contact). The ancestors of
+/// `chain[i]` are `chain[..i]` and the result stays on the chain, so this is a dense triangular
+/// solve of the chain's length, one pass for all three.
 pub fn solve_lt_chain3(l: &DMatrix<f64>, chain: &[usize], x0: &mut [f64], x1: &mut [f64], x2: &mut [f64]) {
     let n = l.nrows();
     let s = l.as_slice();
@@ -181,8 +168,6 @@ mod tests {
         solve_lt(&l, &model.dof_parent, full.as_mut_slice());
         let (mut x1, mut x2) = (xc.clone() * 2.0, xc.clone() * -0.5);
         let mut x0 = xc.clone();
-        solve_lt_chain(&l, &chain, xc.as_mut_slice());
-        assert!((&full - &xc).norm() < 1e-14);
         solve_lt_chain3(&l, &chain, x0.as_mut_slice(), x1.as_mut_slice(), x2.as_mut_slice());
         assert!(
             (&x0 - &full).norm() < 1e-14 && (&x1 - &full * 2.0).norm() < 1e-13 && (&x2 + &full * 0.5).norm() < 1e-13

@@ -267,7 +267,6 @@ impl Scene {
             let (line, column) = locate(text, needle);
             SceneError::Invalid { file: path.to_path_buf(), line, column, field, message }
         };
-        sf.solver.validate().map_err(|e| invalid("solver", "solver".into(), e.to_string()))?;
         let (mut model, warnings) = match &sf.robot {
             RobotSpec::Builtin(BuiltinRobot::Quadruped) => {
                 let l = builtin::quadruped()?;
@@ -318,6 +317,10 @@ impl Scene {
         model.gravity = Vector3::from(sf.gravity);
 
         let settings = StepSettings { dt: sf.dt, solver: sf.solver, contact_margin: sf.contact_margin };
+        settings.validate().map_err(|e| match e {
+            crate::sim::step::StepSettingsError::Solver(m) => invalid("solver", "solver".into(), m),
+            other => invalid("dt", "settings".into(), other.to_string()),
+        })?;
         let init = &sf.initial;
         let mut q0 = neutral(&model);
         let mut v0 = DVector::zeros(model.nv);

@@ -54,7 +54,7 @@ pub enum StepSettingsError {
     Dt(f64),
     #[error("contact_margin: must be finite and >= 0 m, got {0}")]
     Margin(f64),
-    #[error("solver.{0}")]
+    #[error("solver: {0}")]
     Solver(String),
 }
 
