@@ -34,11 +34,21 @@ fn rel(a: &DMatrix<f64>, reference: &DMatrix<f64>) -> f64 {
     (a - reference).norm() / reference.norm().max(1e-12)
 }
 
-/// Analytic and FD Jacobians at `(sim.q, sim.v, u)` from copies of the simulation's workspace
-/// (same warm start and actuator damping); returns `(err_a, err_b, modes)`. `A` is checked
-/// against finite differences with step [`EPS`], `B` with step `eps_b`: `B` (about `h M^-1`) is
-/// small, so the contact solver's noise, about `tolerance / eps`, can swamp it at `EPS`.
-fn compare(sim: &Simulation, u: &DVector<f64>, eps_b: f64) -> (f64, f64, Vec<ContactMode>) {
+/// The sensitivities checked against finite differences where no mode changes inside the
+/// stencil: the exact one and both relaxed ones in the limit `kappa, delta -> 0`.
+const SENSITIVITIES: [Sensitivity; 3] = [
+    Sensitivity::Exact,
+    Sensitivity::SignoriniRelaxed { kappa: 1e-13 },
+    Sensitivity::Relaxed { kappa: 1e-13, delta: 0.0 },
+];
+
+/// Analytic Jacobians of `sensitivity` at `(sim.q, sim.v, u)` from a copy of the simulation's
+/// workspace (same warm start and actuator damping); returns `(a, b, modes)`.
+fn analytic(
+    sim: &Simulation,
+    u: &DVector<f64>,
+    sensitivity: Sensitivity,
+) -> (DMatrix<f64>, DMatrix<f64>, Vec<ContactMode>) {
     let model = &*sim.model;
     let (nv, nu) = (model.nv, model.nu);
     let tau_ext = DVector::zeros(nv);
@@ -46,26 +56,28 @@ fn compare(sim: &Simulation, u: &DVector<f64>, eps_b: f64) -> (f64, f64, Vec<Con
     let (mut a, mut b) = (DMatrix::zeros(2 * nv, 2 * nv), DMatrix::zeros(2 * nv, nu));
     let mut ws = sim.ws.clone();
     let mut tw = TransitionWorkspace::new(model);
-    let info = transition_jacobians(
-        model,
-        &sim.terrain,
-        &sim.settings,
-        &mut ws,
-        &mut tw,
-        x,
-        Sensitivity::Exact,
-        &mut a,
-        &mut b,
-    );
-    assert_eq!(info.status, TransitionStatus::Ok, "{info:?}");
+    let info =
+        transition_jacobians(model, &sim.terrain, &sim.settings, &mut ws, &mut tw, x, sensitivity, &mut a, &mut b);
+    assert_eq!(info.status, TransitionStatus::Ok, "{sensitivity:?}: {info:?}");
     assert_eq!(info.step.status, StepStatus::Ok, "{info:?}");
-    let modes = ws.modes.clone();
+    (a, b, ws.modes.clone())
+}
+
+/// Analytic and FD Jacobians at `(sim.q, sim.v, u)`; returns `(err_a, err_b)` per entry of
+/// [`SENSITIVITIES`] and the modes. `A` is checked against finite differences with step
+/// [`EPS`], `B` with step `eps_b`: `B` (about `h M^-1`) is small, so the contact solver's noise,
+/// about `tolerance / eps`, can swamp it at `EPS`.
+fn compare(sim: &Simulation, u: &DVector<f64>, eps_b: f64) -> (Vec<(f64, f64)>, Vec<ContactMode>) {
+    let model = &*sim.model;
+    let (nv, nu) = (model.nv, model.nu);
+    let tau_ext = DVector::zeros(nv);
+    let x = (sim.q.as_slice(), sim.v.as_slice(), u.as_slice(), tau_ext.as_slice());
     let (mut a_fd, mut b_fd) = (DMatrix::zeros(2 * nv, 2 * nv), DMatrix::zeros(2 * nv, nu));
     let mut ws = sim.ws.clone();
     let mut fd = FdWorkspace::new(model);
     let fd_info = fd_transition(model, &sim.terrain, &sim.settings, &mut ws, &mut fd, x, EPS, &mut a_fd, &mut b_fd);
     assert_eq!(fd_info.status, StepStatus::Ok);
-    assert_eq!(ws.modes, modes, "the finite differences must see the same modes");
+    let fd_modes = ws.modes.clone();
     if eps_b != EPS {
         let mut a_unused = a_fd.clone();
         let mut ws = sim.ws.clone();
@@ -73,7 +85,24 @@ fn compare(sim: &Simulation, u: &DVector<f64>, eps_b: f64) -> (f64, f64, Vec<Con
             fd_transition(model, &sim.terrain, &sim.settings, &mut ws, &mut fd, x, eps_b, &mut a_unused, &mut b_fd);
         assert_eq!(fd_info.status, StepStatus::Ok);
     }
-    (rel(&a, &a_fd), rel(&b, &b_fd), modes)
+    let mut errors = Vec::new();
+    let mut modes = Vec::new();
+    for sensitivity in SENSITIVITIES {
+        let (a, b, m) = analytic(sim, u, sensitivity);
+        assert_eq!(m, fd_modes, "the finite differences must see the same modes");
+        errors.push((rel(&a, &a_fd), rel(&b, &b_fd)));
+        modes = m;
+    }
+    (errors, modes)
+}
+
+fn check(what: &str, errors: &[(f64, f64)]) {
+    for (sensitivity, &(ea, eb)) in SENSITIVITIES.iter().zip(errors) {
+        eprintln!("{what} {sensitivity:?}: rel err A {ea:.2e}, B {eb:.2e}");
+    }
+    for (sensitivity, &(ea, eb)) in SENSITIVITIES.iter().zip(errors) {
+        assert!(ea < TOL && eb < TOL, "{what} {sensitivity:?}: A {ea:e}, B {eb:e}");
+    }
 }
 
 #[test]
@@ -98,10 +127,9 @@ fn free_flight_matches_finite_differences() {
         sim.v = DVector::from_fn(model.nv, |_, _| rng.random_range(-1.0..1.0));
         let u = DVector::from_fn(model.nu, |_, _| rng.random_range(-5.0..5.0));
         sim.ws.actuator_damping = DVector::from_fn(model.nu, |_, _| rng.random_range(0.0..2.0));
-        let (ea, eb, modes) = compare(&sim, &u, EPS);
-        eprintln!("free flight seed {seed}: rel err A {ea:.2e}, B {eb:.2e}");
+        let (errors, modes) = compare(&sim, &u, EPS);
         assert!(modes.iter().all(|m| *m == ContactMode::Separated));
-        assert!(ea < TOL && eb < TOL, "A {ea:e}, B {eb:e}");
+        check(&format!("free flight seed {seed}"), &errors);
     }
 }
 
@@ -123,10 +151,9 @@ fn sticking_stance_matches_finite_differences() {
         let mut damping = s.ws.actuator_damping.clone();
         s.controller.compute(&model, s.q.as_slice(), s.v.as_slice(), s.settings.dt, &mut u, &mut damping);
         s.ws.actuator_damping = damping;
-        let (ea, eb, modes) = compare(&s, &u, EPS);
-        eprintln!("sticking stance trial {trial}: rel err A {ea:.2e}, B {eb:.2e}, modes {modes:?}");
+        let (errors, modes) = compare(&s, &u, EPS);
         assert_eq!(modes.iter().filter(|m| **m == ContactMode::Sticking).count(), 4, "{modes:?}");
-        assert!(ea < TOL && eb < TOL, "A {ea:e}, B {eb:e}");
+        check(&format!("sticking stance trial {trial}"), &errors);
     }
 }
 
@@ -155,11 +182,10 @@ fn sliding_box_corner_matches_finite_differences() {
         s.v[3] += rng.random_range(-0.5..0.5);
         s.v[4] += rng.random_range(-0.5..0.5);
         let u = DVector::zeros(model.nu);
-        let (ea, eb, modes) = compare(&s, &u, EPS);
-        eprintln!("sliding box corner trial {trial}: rel err A {ea:.2e}, B {eb:.2e}, modes {modes:?}");
+        let (errors, modes) = compare(&s, &u, EPS);
         assert_eq!(modes.iter().filter(|m| **m == ContactMode::Sliding).count(), 1, "{modes:?}");
         assert!(modes.iter().all(|m| *m != ContactMode::Sticking), "{modes:?}");
-        assert!(ea < TOL && eb < TOL, "A {ea:e}, B {eb:e}");
+        check(&format!("sliding box corner trial {trial}"), &errors);
     }
 }
 
@@ -185,9 +211,8 @@ fn sliding_feet_match_finite_differences() {
         let mut damping = s.ws.actuator_damping.clone();
         s.controller.compute(&model, s.q.as_slice(), s.v.as_slice(), s.settings.dt, &mut u, &mut damping);
         s.ws.actuator_damping = damping;
-        let (ea, eb, modes) = compare(&s, &u, 3e-4);
-        eprintln!("sliding feet trial {trial}: rel err A {ea:.2e}, B {eb:.2e}, modes {modes:?}");
+        let (errors, modes) = compare(&s, &u, 3e-4);
         assert_eq!(modes.iter().filter(|m| **m == ContactMode::Sliding).count(), 4, "{modes:?}");
-        assert!(ea < TOL && eb < TOL, "A {ea:e}, B {eb:e}");
+        check(&format!("sliding feet trial {trial}"), &errors);
     }
 }

@@ -3,6 +3,7 @@
 //! reference.
 
 pub mod fd;
+pub mod signorini;
 pub mod transition;
 
 pub use fd::{fd_transition, FdWorkspace};

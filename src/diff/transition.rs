@@ -42,7 +42,8 @@
 //! The relaxed sensitivities of DESIGN 3 only change `R_lambda`, `R_w` and the point of
 //! linearization; they are declared in [`Sensitivity`] but not implemented yet.
 
-use crate::contact::solver::ContactMode;
+use super::signorini::{friction_linearization, SignoriniSolver};
+use crate::contact::solver::{ContactMode, ContactSolver, Info as SolverInfo, Status as SolverStatus};
 use crate::contact::Terrain;
 use crate::dynamics::kinematics_derivatives::{
     angular_velocity_derivative, jt_torque_derivative, point_velocity_derivative,
@@ -73,8 +74,12 @@ pub enum TransitionStatus {
     Ok,
     /// The forward step did not advance (see the step info); `A`, `B` are unspecified.
     StepFailed,
-    /// The requested sensitivity is not implemented; `A`, `B` are unspecified.
-    NotImplemented,
+    /// The relaxed sensitivity's backward Newton iteration hit its iteration limit; `A`, `B`
+    /// were computed at its last iterate.
+    BackwardNotConverged,
+    /// The relaxed sensitivity's backward solve failed (see `backward`), or `delta` was
+    /// negative or not finite; `A`, `B` are unspecified.
+    BackwardFailed,
     /// The linearized contact system `R_lambda + R_w G` was singular; `A`, `B` unspecified.
     SingularContactSystem,
 }
@@ -85,6 +90,9 @@ pub struct TransitionInfo {
     pub status: TransitionStatus,
     /// The forward step's info.
     pub step: StepInfo,
+    /// The relaxed sensitivities' backward Newton solve (iterations, status, residual);
+    /// `not_run` for the exact sensitivity or when no contact is in the problem.
+    pub backward: SolverInfo,
 }
 
 /// Preallocated buffers of [`transition_jacobians`].
@@ -114,6 +122,18 @@ pub struct TransitionWorkspace {
     d_ddq: DMatrix<f64>,
     /// Scratch (nv).
     col: DVector<f64>,
+    /// `dw_fixed` kept while `dw` is overwritten (3k x (2nv + nu)).
+    dw_fixed: DMatrix<f64>,
+    /// Forward modes of the active contacts (k).
+    modes: Vec<ContactMode>,
+    /// Backward solvers of the relaxed sensitivities and their answers (3k each).
+    signorini: SignoriniSolver,
+    central: ContactSolver,
+    b_shift: DVector<f64>,
+    lam_r: DVector<f64>,
+    w_r: DVector<f64>,
+    /// Central-path Newton matrix (row-major, 9k^2).
+    nmat: Vec<f64>,
 }
 
 impl TransitionWorkspace {
@@ -135,6 +155,14 @@ impl TransitionWorkspace {
             d_dq: DMatrix::zeros(nv, nv),
             d_ddq: DMatrix::zeros(nv, nv),
             col: DVector::zeros(nv),
+            dw_fixed: DMatrix::zeros(3 * k, ncols),
+            modes: vec![ContactMode::Separated; k],
+            signorini: SignoriniSolver::new(k.max(1)),
+            central: ContactSolver::new(k.max(1)),
+            b_shift: DVector::zeros(3 * k),
+            lam_r: DVector::zeros(3 * k),
+            w_r: DVector::zeros(3 * k),
+            nmat: vec![0.0; 9 * k * k],
         }
     }
 }
@@ -160,13 +188,9 @@ pub fn transition_jacobians(
     assert_eq!(b.shape(), (2 * nv, nu), "transition_jacobians: b must be 2nv x nu");
     let step_info =
         step(model, terrain, settings, ws, q, v, u, tau_ext, tw.q_next.as_mut_slice(), tw.v_next.as_mut_slice());
-    let mut info = TransitionInfo { status: TransitionStatus::Ok, step: step_info };
+    let mut info = TransitionInfo { status: TransitionStatus::Ok, step: step_info, backward: SolverInfo::not_run() };
     if !step_info.status.advanced() {
         info.status = TransitionStatus::StepFailed;
-        return info;
-    }
-    if sensitivity != Sensitivity::Exact {
-        info.status = TransitionStatus::NotImplemented;
         return info;
     }
     let ncols = 2 * nv + nu;
@@ -235,61 +259,101 @@ pub fn transition_jacobians(
             }
         }
 
-        // (R_lambda + R_w G) dlambda = -R_w dw_fixed, row by row per mode.
-        let g = &ws.delassus;
+        // The contact law's linearization R_lambda dlambda + R_w dw = 0 at the point the
+        // sensitivity asks for, then (R_lambda + R_w G) dlambda = -R_w dw_fixed.
+        tw.dw_fixed.rows_mut(0, n).copy_from(&tw.dw.rows(0, n));
         for (c, &i) in ws.contacts.active.iter().enumerate() {
-            let rows = 3 * c..3 * c + 3;
-            match ws.modes[i] {
-                ContactMode::Separated => {
-                    for r in rows {
-                        tw.kmat.row_mut(r).columns_mut(0, n).fill(0.0);
-                        tw.kmat[(r, r)] = 1.0;
-                        tw.dw.row_mut(r).fill(0.0);
-                    }
+            tw.modes[c] = ws.modes[i];
+        }
+        let g = ws.delassus.view((0, 0), (n, n));
+        let (mu, modes) = (&ws.mu[..ka], &tw.modes[..ka]);
+        let mut law = Law::Modes { relaxed_normal: false };
+        match sensitivity {
+            Sensitivity::Exact => {}
+            Sensitivity::SignoriniRelaxed { kappa } => {
+                let scales = (step_info.solver.velocity_scale, step_info.solver.impulse_scale);
+                info.backward = tw.signorini.solve(
+                    &settings.solver,
+                    g,
+                    &ws.b.as_slice()[..n],
+                    mu,
+                    modes,
+                    &ws.lambda_active.as_slice()[..n],
+                    kappa,
+                    scales,
+                    &mut tw.lam_r.as_mut_slice()[..n],
+                    &mut tw.w_r.as_mut_slice()[..n],
+                );
+                law = Law::Modes { relaxed_normal: true };
+            }
+            Sensitivity::Relaxed { kappa, delta } => {
+                if !(delta >= 0.0 && delta.is_finite()) {
+                    info.status = TransitionStatus::BackwardFailed;
+                    return info;
                 }
-                ContactMode::Sticking => {
-                    for r in rows {
-                        for j in 0..n {
-                            tw.kmat[(r, j)] = g[(r, j)];
-                        }
-                        for j in 0..ncols {
-                            tw.dw[(r, j)] = -tw.dw[(r, j)];
-                        }
-                    }
+                for r in 0..n {
+                    tw.b_shift[r] = ws.b[r] + if r % 3 == 0 { delta } else { 0.0 };
                 }
-                ContactMode::Sliding => {
-                    let r0 = 3 * c;
-                    for j in 0..n {
-                        tw.kmat[(r0, j)] = g[(r0, j)];
+                info.backward = tw.central.solve_central_path(
+                    &settings.solver,
+                    g,
+                    &tw.b_shift.as_slice()[..n],
+                    mu,
+                    Some(&ws.lambda_active.as_slice()[..n]),
+                    kappa,
+                    &mut tw.lam_r.as_mut_slice()[..n],
+                    &mut tw.w_r.as_mut_slice()[..n],
+                );
+                law = Law::CentralPath;
+            }
+        }
+        match info.backward.status {
+            SolverStatus::Converged => {}
+            SolverStatus::MaxIterations => info.status = TransitionStatus::BackwardNotConverged,
+            _ => {
+                info.status = TransitionStatus::BackwardFailed;
+                return info;
+            }
+        }
+        let (lam, w) = match sensitivity {
+            Sensitivity::Exact => (&ws.lambda_active.as_slice()[..n], &ws.w_active.as_slice()[..n]),
+            _ => (&tw.lam_r.as_slice()[..n], &tw.w_r.as_slice()[..n]),
+        };
+        // A rank-deficient G (a box on four sticking corners: 12 rows, 6 dofs) makes the exact
+        // system singular; the impulse split is then not unique but v+ is. A Tikhonov shift
+        // picks the smallest-norm split; its effect on dv+ is of the order of the shift.
+        let mut solved = false;
+        for shift in [0.0, SINGULAR_SHIFT] {
+            match law {
+                Law::Modes { relaxed_normal } => {
+                    assemble_modes(&mut tw.kmat, &mut tw.dw, &tw.dw_fixed, g, lam, w, mu, modes, relaxed_normal, shift)
+                }
+                Law::CentralPath => {
+                    // N~ = G~ + Lambda~ maps normalized dlambda~ to -dw~; physically the
+                    // system matrix is g N~ with g = V / L, and R_w = I.
+                    tw.central.newton_matrix(&mut tw.nmat);
+                    let (vs, ls) = tw.central.scales();
+                    let gs = vs / ls;
+                    let diag = (0..n).map(|j| g[(j, j)]).fold(0.0f64, f64::max);
+                    for r in 0..n {
+                        for c in 0..n {
+                            tw.kmat[(r, c)] = gs * tw.nmat[r * n + c];
+                        }
+                        tw.kmat[(r, r)] += shift * diag;
                     }
-                    for j in 0..ncols {
-                        tw.dw[(r0, j)] = -tw.dw[(r0, j)];
-                    }
-                    let (ln, mu) = (ws.lambda_active[r0], ws.mu[c]);
-                    let wt = nalgebra::Vector2::new(ws.w_active[r0 + 1], ws.w_active[r0 + 2]);
-                    let speed = wt.norm();
-                    let that = wt / speed;
-                    let rw = (nalgebra::Matrix2::identity() - that * that.transpose()) * (mu * ln / speed);
-                    for j in 0..n {
-                        let gt = nalgebra::Vector2::new(g[(r0 + 1, j)], g[(r0 + 2, j)]);
-                        let k = rw * gt;
-                        tw.kmat[(r0 + 1, j)] = k[0];
-                        tw.kmat[(r0 + 2, j)] = k[1];
-                    }
-                    for s in 0..2 {
-                        tw.kmat[(r0 + 1 + s, r0)] += mu * that[s];
-                        tw.kmat[(r0 + 1 + s, r0 + 1 + s)] += 1.0;
-                    }
-                    for j in 0..ncols {
-                        let d = nalgebra::Vector2::new(tw.dw[(r0 + 1, j)], tw.dw[(r0 + 2, j)]);
-                        let k = -(rw * d);
-                        tw.dw[(r0 + 1, j)] = k[0];
-                        tw.dw[(r0 + 2, j)] = k[1];
+                    for c in 0..ncols {
+                        for r in 0..n {
+                            tw.dw[(r, c)] = -tw.dw_fixed[(r, c)];
+                        }
                     }
                 }
             }
+            if lu_solve_in_place(&mut tw.kmat, n, &mut tw.pivots, &mut tw.dw) {
+                solved = true;
+                break;
+            }
         }
-        if !lu_solve_in_place(&mut tw.kmat, n, &mut tw.pivots, &mut tw.dw) {
+        if !solved {
             info.status = TransitionStatus::SingularContactSystem;
             return info;
         }
@@ -316,6 +380,87 @@ pub fn transition_jacobians(
     crate::linalg::gemm_into(h, tw.d_ddq.as_view(), tw.dv.columns(2 * nv, nu), b.view_mut((0, 0), (nv, nu)));
     b.view_mut((nv, 0), (nv, nu)).copy_from(&tw.dv.columns(2 * nv, nu));
     info
+}
+
+/// Tikhonov shift (relative to the largest diagonal of G) used when the contact system is
+/// singular.
+const SINGULAR_SHIFT: f64 = 1e-9;
+
+/// How the contact law is linearized.
+#[derive(Clone, Copy)]
+enum Law {
+    /// Per realized mode (DESIGN 3.1); with `relaxed_normal` the normal rows are those of
+    /// `gamma w_n = kappa` (DESIGN 3.2).
+    Modes { relaxed_normal: bool },
+    /// The central-path Newton matrix of the backward solver (DESIGN 3.3).
+    CentralPath,
+}
+
+/// Writes `R_lambda + R_w G (+ shift max_j G_jj I)` into `kmat` and `-R_w dw_fixed` into `dw` for
+/// the per-mode law at `(lambda, w)` (module docs).
+#[allow(clippy::too_many_arguments)]
+fn assemble_modes(
+    kmat: &mut DMatrix<f64>,
+    dw: &mut DMatrix<f64>,
+    dw_fixed: &DMatrix<f64>,
+    g: nalgebra::DMatrixView<'_, f64>,
+    lam: &[f64],
+    w: &[f64],
+    mu: &[f64],
+    modes: &[ContactMode],
+    relaxed_normal: bool,
+    shift: f64,
+) {
+    let n = lam.len();
+    let ncols = dw.ncols();
+    let diag = (0..n).map(|j| g[(j, j)]).fold(0.0f64, f64::max);
+    for (c, &mode) in modes.iter().enumerate() {
+        let r0 = 3 * c;
+        // Normal row.
+        if relaxed_normal {
+            // gamma dw_n + w_n dgamma = 0, scaled to O(1) for the pivoting.
+            let (gam, wn) = (lam[r0], w[r0]);
+            let scale = 1.0 / (wn.abs() + gam * diag).max(f64::MIN_POSITIVE);
+            for j in 0..n {
+                kmat[(r0, j)] = scale * gam * g[(r0, j)];
+            }
+            kmat[(r0, r0)] += scale * wn;
+            for j in 0..ncols {
+                dw[(r0, j)] = -scale * gam * dw_fixed[(r0, j)];
+            }
+        } else if mode == ContactMode::Separated {
+            kmat.row_mut(r0).columns_mut(0, n).fill(0.0);
+            kmat[(r0, r0)] = 1.0;
+            dw.row_mut(r0).fill(0.0);
+        } else {
+            for j in 0..n {
+                kmat[(r0, j)] = g[(r0, j)];
+            }
+            for j in 0..ncols {
+                dw[(r0, j)] = -dw_fixed[(r0, j)];
+            }
+        }
+        // Tangential rows: rl dlambda_i + rw (G_t dlambda + dw_fixed_t) = 0.
+        let lin = friction_linearization(mode, mu[c], &lam[r0..r0 + 3], &w[r0..r0 + 3]);
+        for a in 0..2 {
+            let r = r0 + 1 + a;
+            let (p, q) = (lin.rw[a][0], lin.rw[a][1]);
+            for j in 0..n {
+                kmat[(r, j)] = p * g[(r0 + 1, j)] + q * g[(r0 + 2, j)];
+            }
+            for (jj, &x) in lin.rl[a].iter().enumerate() {
+                kmat[(r, r0 + jj)] += x;
+            }
+            for j in 0..ncols {
+                dw[(r, j)] = -(p * dw_fixed[(r0 + 1, j)] + q * dw_fixed[(r0 + 2, j)]);
+            }
+        }
+        if shift > 0.0 {
+            for r in r0..r0 + 3 {
+                kmat[(r, r)] += shift * diag;
+            }
+        }
+    }
 }
 
 /// World impulse `C_i lambda_i` of active contact `c` (candidate `i`).
