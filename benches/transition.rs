@@ -42,6 +42,26 @@ fn bench(c: &mut Criterion) {
             ))
         })
     });
+    for (name, sensitivity) in [
+        ("analytic_signorini", Sensitivity::SignoriniRelaxed { kappa: 1e-6 }),
+        ("analytic_relaxed", Sensitivity::Relaxed { kappa: 1e-6, delta: 1e-3 }),
+    ] {
+        g.bench_function(name, |bch| {
+            bch.iter(|| {
+                black_box(transition_jacobians(
+                    &model,
+                    &sim.terrain,
+                    &sim.settings,
+                    &mut ws,
+                    &mut tw,
+                    x,
+                    sensitivity,
+                    &mut a,
+                    &mut b,
+                ))
+            })
+        });
+    }
     let mut ws = sim.ws.clone();
     let mut fd = FdWorkspace::new(&model);
     g.bench_function("baseline_fd_transition", |bch| {

@@ -122,6 +122,8 @@ pub struct TransitionWorkspace {
     d_ddq: DMatrix<f64>,
     /// Scratch (nv).
     col: DVector<f64>,
+    /// One column of `Y` gathered on a contact's chain (nv).
+    chain_y: Vec<f64>,
     /// `dw_fixed` kept while `dw` is overwritten (3k x (2nv + nu)).
     dw_fixed: DMatrix<f64>,
     /// Forward modes of the active contacts (k).
@@ -155,6 +157,7 @@ impl TransitionWorkspace {
             d_dq: DMatrix::zeros(nv, nv),
             d_ddq: DMatrix::zeros(nv, nv),
             col: DVector::zeros(nv),
+            chain_y: vec![0.0; nv],
             dw_fixed: DMatrix::zeros(3 * k, ncols),
             modes: vec![ContactMode::Separated; k],
             signorini: SignoriniSolver::new(k.max(1)),
@@ -218,7 +221,9 @@ pub fn transition_jacobians(
         }
     }
 
-    // Right-hand side -(h dtau/dq | h dtau/dv - M~ | -h S), then dv+_fixed = M~^-1 rhs.
+    // Right-hand side -(h dtau/dq | h dtau/dv - M~ | -h S), then z = L^-T rhs (M~ = L^T L):
+    // dv+_fixed = L^-1 z, dw_fixed = J dv+_fixed + .. = Y^T z + .. with Y = L^-T J^T, and
+    // dv+ = L^-1 (z + Y dlambda), two half solves per column instead of three.
     let m = &ws.data.mass_matrix;
     for c in 0..nv {
         for r in 0..nv {
@@ -231,14 +236,35 @@ pub fn transition_jacobians(
         tw.dv.column_mut(2 * nv + c).fill(0.0);
         tw.dv[(model.actuated_dofs[c], 2 * nv + c)] = h;
     }
-    for c in 0..ncols {
-        ltl::solve(&ws.data.mass_ltl, &model.dof_parent, tw.dv.column_mut(c).as_mut_slice());
-    }
+    ltl::solve_lt_multi(&ws.data.mass_ltl, &model.dof_parent, tw.dv.as_mut_slice(), ncols);
 
     if n > 0 {
-        // dw_fixed = J dv+_fixed + [dw/dq | 0 | 0].
-        let jac = ws.contacts.jac.rows(0, n);
-        crate::linalg::gemm_into(1.0, jac, tw.dv.as_view(), tw.dw.rows_mut(0, n));
+        // dw_fixed = Y^T z + [dw/dq | 0 | 0]; column r of Y lives on contact r/3's chain.
+        let y = ws.lt_inv_jt.as_slice();
+        let (z, rows) = (tw.dv.as_slice(), tw.dw.nrows());
+        let dw = tw.dw.as_mut_slice();
+        for r in 0..n {
+            let chain = &ws.contacts.dofs[ws.contacts.active[r / 3]];
+            let yr = &y[r * nv..(r + 1) * nv];
+            for (slot, &d) in tw.chain_y.iter_mut().zip(chain) {
+                *slot = yr[d];
+            }
+            let yc = &tw.chain_y[..chain.len()];
+            for c in 0..ncols {
+                let zc = &z[c * nv..(c + 1) * nv];
+                // Two accumulators: the chain is short and one would be a dependent sum.
+                let (mut a0, mut a1) = (0.0, 0.0);
+                let mut it = chain.chunks_exact(2).zip(yc.chunks_exact(2));
+                for (d, yv) in &mut it {
+                    a0 += yv[0] * zc[d[0]];
+                    a1 += yv[1] * zc[d[1]];
+                }
+                if chain.len() % 2 == 1 {
+                    a0 += yc[chain.len() - 1] * zc[chain[chain.len() - 1]];
+                }
+                dw[r + c * rows] = a0 + a1;
+            }
+        }
         for (c, &i) in ws.contacts.active.iter().enumerate() {
             let cp = &model.contact_points[i];
             let centre = tw.forces[c].point;
@@ -358,26 +384,40 @@ pub fn transition_jacobians(
             return info;
         }
 
-        // dv+ += M~^-1 J^T dlambda = L^-1 (Y dlambda).
-        let y = ws.lt_inv_jt.columns(0, n);
-        for c in 0..ncols {
-            tw.col.gemv(1.0, &y, &tw.dw.view((0, c), (n, 1)).column(0), 0.0);
-            ltl::solve_l(&ws.data.mass_ltl, &model.dof_parent, tw.col.as_mut_slice());
-            let mut dvc = tw.dv.column_mut(c);
-            dvc += &tw.col;
+        // z += Y dlambda.
+        let y = ws.lt_inv_jt.as_slice();
+        let z = tw.dv.as_mut_slice();
+        for r in 0..n {
+            let chain = &ws.contacts.dofs[ws.contacts.active[r / 3]];
+            let yr = &y[r * nv..(r + 1) * nv];
+            for c in 0..ncols {
+                let dl = tw.dw[(r, c)];
+                if dl != 0.0 {
+                    let zc = &mut z[c * nv..(c + 1) * nv];
+                    for &d in chain {
+                        zc[d] += yr[d] * dl;
+                    }
+                }
+            }
         }
     }
+    ltl::solve_l_multi(&ws.data.mass_ltl, &model.dof_parent, tw.dv.as_mut_slice(), ncols);
 
     // dq+ = d_dq dq + d_ddq h dv+,   dv+ as computed.
     for i in 0..nv {
         tw.col[i] = h * tw.v_next[i];
     }
     integrate_jacobians(model, tw.col.as_slice(), &mut tw.d_dq, &mut tw.d_ddq);
-    crate::linalg::gemm_into(h, tw.d_ddq.as_view(), tw.dv.columns(0, 2 * nv), a.view_mut((0, 0), (nv, 2 * nv)));
-    let mut a_qq = a.view_mut((0, 0), (nv, nv));
-    a_qq += &tw.d_dq;
+    // Both Jacobians are block diagonal per joint: multiply block by block.
+    for j in &model.joints {
+        let (iv, w) = (j.idx_v, j.nv());
+        let blk = tw.d_ddq.view((iv, iv), (w, w));
+        crate::linalg::gemm_into(h, blk, tw.dv.view((iv, 0), (w, 2 * nv)), a.view_mut((iv, 0), (w, 2 * nv)));
+        crate::linalg::gemm_into(h, blk, tw.dv.view((iv, 2 * nv), (w, nu)), b.view_mut((iv, 0), (w, nu)));
+        let mut a_qq = a.view_mut((iv, iv), (w, w));
+        a_qq += tw.d_dq.view((iv, iv), (w, w));
+    }
     a.view_mut((nv, 0), (nv, 2 * nv)).copy_from(&tw.dv.columns(0, 2 * nv));
-    crate::linalg::gemm_into(h, tw.d_ddq.as_view(), tw.dv.columns(2 * nv, nu), b.view_mut((0, 0), (nv, nu)));
     b.view_mut((nv, 0), (nv, nu)).copy_from(&tw.dv.columns(2 * nv, nu));
     info
 }
@@ -506,13 +546,21 @@ fn lu_solve_in_place(k: &mut DMatrix<f64>, n: usize, piv: &mut [usize], b: &mut 
             }
         }
     }
-    for j in 0..b.ncols() {
-        for r in (0..n).rev() {
-            let mut s = b[(r, j)];
-            for c in r + 1..n {
-                s -= k[(r, c)] * b[(c, j)];
+    // Back substitution row by row, across all right-hand sides at once.
+    let (m, stride) = (b.ncols(), b.nrows());
+    let bs = b.as_mut_slice();
+    for r in (0..n).rev() {
+        for c in r + 1..n {
+            let krc = k[(r, c)];
+            if krc != 0.0 {
+                for j in 0..m {
+                    bs[r + j * stride] -= krc * bs[c + j * stride];
+                }
             }
-            b[(r, j)] = s / k[(r, r)];
+        }
+        let inv = 1.0 / k[(r, r)];
+        for j in 0..m {
+            bs[r + j * stride] *= inv;
         }
     }
     true
