@@ -207,7 +207,7 @@ mod tests {
         for c in 0..3 {
             let mut xc = bm.column(c).clone_owned();
             solve(&l, &model.dof_parent, xc.as_mut_slice());
-            assert!((xm.column(c) - xc).norm() < 1e-12 * xc.norm());
+            assert!((xm.column(c) - &xc).norm() < 1e-12 * xc.norm());
         }
         // On a chain (the dofs of the front-left leg and the base) the chain solve agrees.
         let foot = model.body_index("FL_calf").unwrap();
