@@ -3,8 +3,12 @@
 //! reference.
 
 pub mod fd;
+pub mod rollout;
 pub mod signorini;
 pub mod transition;
 
 pub use fd::{fd_transition, FdWorkspace};
-pub use transition::{transition_jacobians, Sensitivity, TransitionInfo, TransitionStatus, TransitionWorkspace};
+pub use rollout::{apply_param, rollout_cost, rollout_gradient, Cost, Param, PointCost, RolloutError, RolloutGradient};
+pub use transition::{
+    transition_jacobians, transition_jacobians_ext, Sensitivity, TransitionInfo, TransitionStatus, TransitionWorkspace,
+};

@@ -141,13 +141,13 @@ pub struct TransitionWorkspace {
 impl TransitionWorkspace {
     pub fn new(model: &Model) -> Self {
         let (nq, nv, nu, k) = (model.nq, model.nv, model.nu, model.contact_points.len());
-        let ncols = 2 * nv + nu;
+        let ncols = 2 * nv + nu + 1;
         Self {
             data: Data::new(model),
             q_next: DVector::zeros(nq),
             v_next: DVector::zeros(nv),
             a_star: DVector::zeros(nv),
-            forces: Vec::with_capacity(k),
+            forces: Vec::with_capacity(k + model.nbodies() + 16),
             dv: DMatrix::zeros(nv, ncols),
             dw: DMatrix::zeros(3 * k, ncols),
             kmat: DMatrix::zeros(3 * k, 3 * k),
@@ -181,14 +181,41 @@ pub fn transition_jacobians(
     settings: &StepSettings,
     ws: &mut StepWorkspace,
     tw: &mut TransitionWorkspace,
-    (q, v, u, tau_ext): (&[f64], &[f64], &[f64], &[f64]),
+    x: (&[f64], &[f64], &[f64], &[f64]),
     sensitivity: Sensitivity,
     a: &mut DMatrix<f64>,
     b: &mut DMatrix<f64>,
 ) -> TransitionInfo {
+    transition_jacobians_ext(model, terrain, settings, ws, tw, x, &[], None, sensitivity, a, b, None)
+}
+
+/// [`transition_jacobians`] with external loads and a parameter direction.
+///
+/// `loads` are the world-frame point forces whose generalized force `sum J_p^T f` is in
+/// `tau_ext` (pulls): their configuration dependence is added to `A` (`tau_ext` itself is an
+/// input of the step, so without them `A` treats it as constant). `direction` is a generalized
+/// force direction `d tau_ext / ds` (nv) of a scalar parameter `s`; its column `d x+ / ds`
+/// (2nv) is written to `c`, contact response included.
+#[allow(clippy::too_many_arguments)]
+pub fn transition_jacobians_ext(
+    model: &Model,
+    terrain: &Terrain,
+    settings: &StepSettings,
+    ws: &mut StepWorkspace,
+    tw: &mut TransitionWorkspace,
+    (q, v, u, tau_ext): (&[f64], &[f64], &[f64], &[f64]),
+    loads: &[PointForce],
+    direction: Option<&[f64]>,
+    sensitivity: Sensitivity,
+    a: &mut DMatrix<f64>,
+    b: &mut DMatrix<f64>,
+    c_out: Option<&mut DVector<f64>>,
+) -> TransitionInfo {
     let (nv, nu, h) = (model.nv, model.nu, settings.dt);
     assert_eq!(a.shape(), (2 * nv, 2 * nv), "transition_jacobians: a must be 2nv x 2nv");
     assert_eq!(b.shape(), (2 * nv, nu), "transition_jacobians: b must be 2nv x nu");
+    assert!(direction.is_none_or(|e| e.len() == nv), "transition_jacobians: direction must have nv entries");
+    assert!(c_out.as_ref().is_none_or(|c| c.len() == 2 * nv), "transition_jacobians: c must have 2nv entries");
     let step_info =
         step(model, terrain, settings, ws, q, v, u, tau_ext, tw.q_next.as_mut_slice(), tw.v_next.as_mut_slice());
     let mut info = TransitionInfo { status: TransitionStatus::Ok, step: step_info, backward: SolverInfo::not_run() };
@@ -196,7 +223,8 @@ pub fn transition_jacobians(
         info.status = TransitionStatus::StepFailed;
         return info;
     }
-    let ncols = 2 * nv + nu;
+    // Columns [dq | dv | du | ds]; the last is zero without a parameter direction.
+    let ncols = 2 * nv + nu + 1;
     let ka = ws.contacts.n_active();
     let n = 3 * ka;
 
@@ -211,6 +239,8 @@ pub fn transition_jacobians(
         let centre = ws.contacts.point[i] + cp.radius * ws.contacts.normal[i];
         tw.forces.push(PointForce { body: cp.body, point: centre, force: f });
     }
+    // External loads act like contact forces here: tau = rnea - sum J^T f, f world-fixed.
+    tw.forces.extend_from_slice(loads);
     rnea_derivatives_with_forces(model, &mut tw.data, q, v, tw.a_star.as_slice(), &tw.forces);
     for (c, &i) in ws.contacts.active.iter().enumerate() {
         let cp = &model.contact_points[i];
@@ -235,6 +265,14 @@ pub fn transition_jacobians(
     for c in 0..nu {
         tw.dv.column_mut(2 * nv + c).fill(0.0);
         tw.dv[(model.actuated_dofs[c], 2 * nv + c)] = h;
+    }
+    match direction {
+        Some(e) => {
+            for r in 0..nv {
+                tw.dv[(r, ncols - 1)] = h * e[r];
+            }
+        }
+        None => tw.dv.column_mut(ncols - 1).fill(0.0),
     }
     ltl::solve_lt_multi(&ws.data.mass_ltl, &model.dof_parent, tw.dv.as_mut_slice(), ncols);
 
@@ -419,6 +457,16 @@ pub fn transition_jacobians(
     }
     a.view_mut((nv, 0), (nv, 2 * nv)).copy_from(&tw.dv.columns(0, 2 * nv));
     b.view_mut((nv, 0), (nv, nu)).copy_from(&tw.dv.columns(2 * nv, nu));
+    if let Some(c) = c_out {
+        for j in &model.joints {
+            let (iv, w) = (j.idx_v, j.nv());
+            let blk = tw.d_ddq.view((iv, iv), (w, w));
+            for r in 0..w {
+                c[iv + r] = h * (0..w).map(|k| blk[(r, k)] * tw.dv[(iv + k, ncols - 1)]).sum::<f64>();
+            }
+        }
+        c.rows_mut(nv, nv).copy_from(&tw.dv.column(ncols - 1));
+    }
     info
 }
 

@@ -23,6 +23,9 @@ pub struct Simulation {
     pub u: DVector<f64>,
     /// External generalized force of the last step (nv).
     pub tau_ext: DVector<f64>,
+    /// Constant torque offset added to the controller's output, after its clamp (nu): a user
+    /// or parameter offset (`diff::rollout::Param::ControlOffset`).
+    pub u_offset: DVector<f64>,
     pub ws: StepWorkspace,
     q_next: DVector<f64>,
     v_next: DVector<f64>,
@@ -38,6 +41,7 @@ impl Simulation {
             pulls: vec![],
             u: DVector::zeros(model.nu),
             tau_ext: DVector::zeros(model.nv),
+            u_offset: DVector::zeros(model.nu),
             q_next: q.clone(),
             v_next: v.clone(),
             q,
@@ -60,6 +64,7 @@ impl Simulation {
             &mut self.u,
             &mut self.ws.actuator_damping,
         );
+        self.u += &self.u_offset;
         self.tau_ext.fill(0.0);
         if self.pulls.iter().any(|p| p.active(self.t)) {
             forward_kinematics(model, &mut self.ws.data, self.q.as_slice(), None);
