@@ -41,6 +41,7 @@ fn cost(sim: &Simulation) -> Cost {
         target: Vector3::new(0.05, 0.02, 0.35),
         weight: Vector3::new(1.0, 1.0, 10.0),
         linear: Vector3::new(0.0, 0.0, 0.5),
+        linear_velocity: Vector3::new(0.2, -0.1, 0.3),
     });
     c
 }
@@ -67,7 +68,7 @@ fn rollout_gradients_match_finite_differences() {
             .modes
             .iter()
             .all(|m| m.iter().filter(|m| **m == contactlab::contact::ContactMode::Sticking).count() == 4));
-        let (j0, _) = rollout_cost(&sim, &cost, steps).unwrap();
+        let (j0, _) = rollout_cost(&sim, &cost, steps, None).unwrap();
         assert!(rel(g.cost, j0) < 1e-12, "costs {} vs {}", g.cost, j0);
 
         // dJ/ds for a constant control offset.
@@ -75,7 +76,7 @@ fn rollout_gradients_match_finite_differences() {
         let f = |s: f64| {
             let mut x = sim.clone();
             apply_param(&mut x, &param, s).unwrap();
-            rollout_cost(&x, &cost, steps).unwrap().0
+            rollout_cost(&x, &cost, steps, None).unwrap().0
         };
         let fd = (f(eps) - f(-eps)) / (2.0 * eps);
         let e = rel(g.grad_param, fd);
@@ -99,7 +100,7 @@ fn rollout_gradients_match_finite_differences() {
                 integrate(&model, sim.q.as_slice(), dq.as_slice(), q.as_mut_slice());
                 x.q = q;
                 x.v += d.rows(nv, nv) * s;
-                rollout_cost(&x, &cost, steps).unwrap().0
+                rollout_cost(&x, &cost, steps, None).unwrap().0
             };
             let eps = 1e-6;
             let fd = (h0(eps) - h0(-eps)) / (2.0 * eps);

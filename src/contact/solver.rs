@@ -573,7 +573,11 @@ impl ContactSolver {
             return Info::failed(Status::InvalidInput);
         }
         self.k = k;
-        self.load(settings, b, mu);
+        let kappa_phys = match centering {
+            Centering::Fixed(kappa) => kappa,
+            Centering::PredictorCorrector => 0.0,
+        };
+        self.load(settings, b, mu, kappa_phys);
         let centering = match centering {
             Centering::Fixed(kappa) => Centering::Fixed(kappa / (self.vscale * self.lscale)),
             c => c,
@@ -626,8 +630,11 @@ impl ContactSolver {
         info
     }
 
-    /// Normalizes the problem data (`G` already copied to `graw`); sets `V`, `L`.
-    fn load(&mut self, settings: &Settings, b: &[f64], mu: &[f64]) {
+    /// Normalizes the problem data (`G` already copied to `graw`); sets `V`, `L`. A fixed
+    /// central-path `kappa` (physical) raises `V` to at least `sqrt(kappa g)`, where
+    /// `gamma w = kappa` balances: with every contact separated `V` would otherwise be the
+    /// `1e-9` floor and `kappa` enormous in normalized units.
+    fn load(&mut self, settings: &Settings, b: &[f64], mu: &[f64], kappa: f64) {
         let k = self.k;
         let n = 3 * k;
         let mut v_app = 0.0_f64;
@@ -638,13 +645,13 @@ impl ContactSolver {
             b_inf = b_inf.max(bn.abs()).max(b1.abs()).max(b2.abs());
         }
         // The floor keeps b~ below 1e9 when the approach velocity is negligible.
-        let mut v = v_app.max(1e-9 * b_inf);
-        if v <= 0.0 {
-            v = 1.0;
-        }
         let mut gmax = (0..n).map(|j| self.graw[j * n + j]).fold(0.0_f64, f64::max);
         if gmax <= 0.0 {
             gmax = 1.0;
+        }
+        let mut v = v_app.max(1e-9 * b_inf).max((kappa * gmax).sqrt());
+        if v <= 0.0 {
+            v = 1.0;
         }
         self.vscale = v;
         self.lscale = v / gmax;

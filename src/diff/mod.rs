@@ -5,6 +5,7 @@
 pub mod fd;
 pub mod rollout;
 pub mod signorini;
+pub mod sweep;
 pub mod transition;
 
 pub use fd::{fd_transition, FdWorkspace};

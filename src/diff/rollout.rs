@@ -27,6 +27,8 @@
 
 use super::transition::{transition_jacobians_ext, Sensitivity, TransitionStatus, TransitionWorkspace};
 use crate::contact::ContactMode;
+use crate::dynamics::kinematics::point_velocity;
+use crate::dynamics::kinematics_derivatives::point_velocity_derivative;
 use crate::dynamics::rnea_derivatives::PointForce;
 use crate::dynamics::{forward_kinematics, point_jacobian};
 use crate::model::{Data, JointKind, Model};
@@ -46,8 +48,8 @@ pub enum Param {
     PullForce { index: usize },
 }
 
-/// A point cost on a body point's world position `p`: `0.5 sum_a weight_a (p_a - target_a)^2 +
-/// linear . p`.
+/// A point cost on a body point's world position `p` and velocity `pdot`:
+/// `0.5 sum_a weight_a (p_a - target_a)^2 + linear . p + linear_velocity . pdot`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PointCost {
     pub body: usize,
@@ -56,6 +58,7 @@ pub struct PointCost {
     pub target: Vector3<f64>,
     pub weight: Vector3<f64>,
     pub linear: Vector3<f64>,
+    pub linear_velocity: Vector3<f64>,
 }
 
 /// Running and terminal cost (module docs). The state part is
@@ -110,16 +113,28 @@ impl Cost {
             }
         }
         if !self.points.is_empty() {
-            forward_kinematics(model, data, q, None);
+            forward_kinematics(model, data, q, Some(v));
             for pc in &self.points {
                 let p = data.o_m_i[pc.body].act_point(&pc.point);
                 let e = p - pc.target;
                 f += 0.5 * e.component_mul(&pc.weight).dot(&e) + pc.linear.dot(&p);
+                let moving = pc.linear_velocity != Vector3::zeros();
+                if moving {
+                    f += pc.linear_velocity.dot(&point_velocity(data, pc.body, &p));
+                }
                 if let Some(g) = grad.as_deref_mut() {
+                    // d/dq of p (and of pdot = J_p v at fixed v), d/dv of pdot = J_p.
                     let dp = e.component_mul(&pc.weight) + pc.linear;
                     point_jacobian(model, &data.o_m_i, pc.body, &p, &mut data.jac3);
                     for c in 0..nv {
                         g[c] += data.jac3.column(c).dot(&dp);
+                        g[nv + c] += data.jac3.column(c).dot(&pc.linear_velocity);
+                    }
+                    if moving {
+                        point_velocity_derivative(model, &data.o_m_i, pc.body, &p, v, &mut data.jac3);
+                        for c in 0..nv {
+                            g[c] += data.jac3.column(c).dot(&pc.linear_velocity);
+                        }
                     }
                 }
             }
@@ -338,7 +353,13 @@ pub fn rollout_gradient(
 
 /// The cost `J` of the same rollout through [`Simulation::step`] alone (no Jacobians): the
 /// reference that finite differences and smoothed truths are taken of. `sim` is not modified.
-pub fn rollout_cost(sim: &Simulation, cost: &Cost, steps: usize) -> Result<(f64, Simulation), RolloutError> {
+/// With `modes`, the realized modes of every step are pushed there.
+pub fn rollout_cost(
+    sim: &Simulation,
+    cost: &Cost,
+    steps: usize,
+    mut modes: Option<&mut Vec<Vec<ContactMode>>>,
+) -> Result<(f64, Simulation), RolloutError> {
     let mut s = sim.clone();
     let model = sim.model.clone();
     let (nu, h) = (model.nu, sim.settings.dt);
@@ -356,6 +377,9 @@ pub fn rollout_cost(sim: &Simulation, cost: &Cost, steps: usize) -> Result<(f64,
         let info = s.step();
         if !info.status.advanced() {
             return Err(RolloutError::Step { step: t, time: s.t, status: TransitionStatus::StepFailed });
+        }
+        if let Some(m) = modes.as_deref_mut() {
+            m.push(s.ws.modes.clone());
         }
     }
     total += cost.terminal * cost.state(&model, &mut data, s.q.as_slice(), s.v.as_slice(), None);

@@ -117,6 +117,10 @@ impl SignoriniSolver {
             return info;
         }
         let kt = kappa / (vscale * lscale);
+        // Sticking rows read `G_t dlambda = -w_t`; with more contact rows than degrees of
+        // freedom (a box on four corners) G is singular, so the direction gets the forward
+        // solver's kind of diagonal regularization (the residual stays exact).
+        let rho = settings.regularization.max(1e-10);
 
         // Interior start: whichever of gamma and w_n is the larger keeps its value and the other
         // is set so that gamma s = kappa (a separated contact keeps its gap velocity, a pressed
@@ -156,7 +160,7 @@ impl SignoriniSolver {
                 break;
             }
             iter += 1;
-            if !self.newton_direction(k, mu, modes, kt) {
+            if !self.newton_direction(k, mu, modes, kt, rho) {
                 info.status = Status::LinearSolveFailed;
                 return info;
             }
@@ -222,7 +226,7 @@ impl SignoriniSolver {
     }
 
     /// Assembles and solves the Newton system; `false` if it is singular.
-    fn newton_direction(&mut self, k: usize, mu: &[f64], modes: &[ContactMode], kt: f64) -> bool {
+    fn newton_direction(&mut self, k: usize, mu: &[f64], modes: &[ContactMode], kt: f64, rho: f64) -> bool {
         let n = 3 * k;
         for i in 0..k {
             let r0 = 3 * i;
@@ -245,6 +249,7 @@ impl SignoriniSolver {
                 for (j, &x) in lin.rl[a].iter().enumerate() {
                     self.jac[r * n + r0 + j] += x;
                 }
+                self.jac[r * n + r] += rho;
                 self.dlam[r] = -rt[a];
             }
         }

@@ -39,8 +39,28 @@
 //! once), `dv+ = dv+_fixed + M~^-1 J^T dlambda` and `dq+ = d_dq dq + d_ddq h dv+` with
 //! `(d_dq, d_ddq)` the Jacobians of `integrate(q, h v+)`.
 //!
-//! The relaxed sensitivities of DESIGN 3 only change `R_lambda`, `R_w` and the point of
-//! linearization; they are declared in [`Sensitivity`] but not implemented yet.
+//! # Relaxed sensitivities
+//! Both keep the forward trajectory (and the smooth part above, evaluated at the forward
+//! impulses) and replace only the contact law's linearization, solving their own relaxed
+//! system first by a Newton iteration warm-started from the forward solution:
+//!
+//! - **Signorini-relaxed** (DESIGN 3.2, [`SignoriniSolver`]): `gamma w_n = kappa` for every
+//!   contact in the problem (separated ones included), friction as in the exact law for the
+//!   forward mode. Its normal row is `w_n dgamma + gamma dw_n = 0`, i.e. `R_lambda = w_n e_n^T`,
+//!   `R_w = gamma e_n^T` (scaled by `1 / (w_n + gamma max G_jj)` for the pivoting).
+//! - **Relaxed (ours)** (DESIGN 3.3): the forward solver's central path at fixed `kappa` with
+//!   `b_n + delta` ([`ContactSolver::solve_central_path`]). At its answer, `dw_i = -Lambda_i
+//!   dlambda_i` with the solver's reduced Newton matrix `N~ = G~ + Lambda~` (normalized units), so
+//!   `R_lambda + R_w G = g N~` (`g = V / L`) and `R_w = I`.
+//!
+//! The backward solve's iterations and status are reported in [`TransitionInfo::backward`];
+//! a backward solve that hits its iteration limit still yields `A`, `B` (status
+//! `BackwardNotConverged`). As `kappa, delta -> 0` both tend to the exact sensitivity where the
+//! modes are locally constant (tests/sensitivities.rs: relative distance about `kappa / 1e-3`).
+//!
+//! A rank-deficient `G` (more contact rows than the body has dofs, e.g. a box on four corners)
+//! makes the exact system singular; it is then solved with a Tikhonov shift of `1e-9 max G_jj`,
+//! which selects the smallest-norm impulse split; `v+` and so `A`, `B` are unique.
 
 use super::signorini::{friction_linearization, SignoriniSolver};
 use crate::contact::solver::{ContactMode, ContactSolver, Info as SolverInfo, Status as SolverStatus};
@@ -60,10 +80,14 @@ use nalgebra::{DMatrix, DVector, Vector3};
 pub enum Sensitivity {
     /// Differentiate the realized modes (DESIGN 3.1).
     Exact,
-    /// Normal complementarity relaxed to `l_n w_n = kappa` (DESIGN 3.2). Not implemented yet.
+    /// Normal complementarity relaxed to `l_n w_n = kappa` (N s * m/s), friction per the
+    /// forward mode (DESIGN 3.2).
     SignoriniRelaxed { kappa: f64 },
-    /// Central-path relaxation of the whole cone complementarity with the normal shift `delta`
-    /// (DESIGN 3.3). Not implemented yet.
+    /// Central-path relaxation `lambda_i o w_hat_i = kappa e` of the whole cone
+    /// complementarity (kappa in N s * m/s), with the normal free-contact term shifted by
+    /// `delta >= 0` (m/s) (DESIGN 3.3). Suggested start: `kappa` about `1e-3` of
+    /// `(impulse per contact) x (velocity scale)`, `delta = 1e-3`; the sweep scenes document
+    /// theirs.
     Relaxed { kappa: f64, delta: f64 },
 }
 
@@ -335,7 +359,13 @@ pub fn transition_jacobians_ext(
         match sensitivity {
             Sensitivity::Exact => {}
             Sensitivity::SignoriniRelaxed { kappa } => {
-                let scales = (step_info.solver.velocity_scale, step_info.solver.impulse_scale);
+                // The forward scales, unless kappa sets a larger velocity: `gamma w_n = kappa`
+                // balances at `w_n = sqrt(kappa g)` (with every contact separated the forward
+                // scales can be ~1e-9 and would blow kappa up to ~1e15 normalized).
+                let (vs, ls) = (step_info.solver.velocity_scale, step_info.solver.impulse_scale);
+                let gs = if vs > 0.0 && ls > 0.0 { vs / ls } else { (0..n).map(|j| g[(j, j)]).fold(0.0, f64::max) };
+                let v = vs.max((kappa * gs).sqrt());
+                let scales = (v, v / gs);
                 info.backward = tw.signorini.solve(
                     &settings.solver,
                     g,

@@ -159,6 +159,79 @@ fn default_gravity() -> [f64; 3] {
     [0.0, 0.0, -9.81]
 }
 
+/// A terminal objective term on a body point's world position `p` and velocity `pdot`:
+/// `0.5 sum_a weight_a (p_a - target_a)^2 + linear . p + linear_velocity . pdot`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectiveTermSpec {
+    /// Link or frame name.
+    pub body: String,
+    /// In the link or frame (m).
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub point: [f64; 3],
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub linear: [f64; 3],
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub weight: [f64; 3],
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub target: [f64; 3],
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub linear_velocity: [f64; 3],
+}
+
+fn default_points() -> usize {
+    41
+}
+fn default_samples() -> usize {
+    24
+}
+fn default_kappa() -> f64 {
+    1e-4
+}
+fn default_delta() -> f64 {
+    1e-3
+}
+
+/// A gradient-quality sweep (`contactlab gradcheck`, DESIGN 4). Command-line flags override
+/// `param`, `from`, `to` and `points`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GradcheckSpec {
+    /// `base_x`, `base_y`, `base_z` (initial base position offset, m), `pull:N` (force
+    /// magnitude of pull N, N) or `torque:JOINTS` (a torque offset, N m, on the actuated joints
+    /// matching a comma-separated list of names or `*suffix` patterns).
+    pub param: String,
+    #[serde(deserialize_with = "check::finite")]
+    pub from: f64,
+    #[serde(deserialize_with = "check::finite")]
+    pub to: f64,
+    #[serde(default = "default_points")]
+    pub points: usize,
+    /// Rollout length (s).
+    #[serde(deserialize_with = "check::positive")]
+    pub horizon: f64,
+    /// Terminal objective terms, summed.
+    pub objective: Vec<ObjectiveTermSpec>,
+    /// Smoothing scale of the smoothed truth (parameter units); default 5 % of the range.
+    #[serde(default, deserialize_with = "check::positive_opt")]
+    pub sigma: Option<f64>,
+    /// Antithetic sample pairs of the smoothed truth.
+    #[serde(default = "default_samples")]
+    pub samples: usize,
+    /// Contact names shown in the mode strip.
+    #[serde(default)]
+    pub watch: Vec<String>,
+    /// Simulated time before the sweep starts (s): the sweep's state is the scene's initial
+    /// state advanced this long (a settled stance), with the parameter applied there.
+    #[serde(default, deserialize_with = "check::non_negative")]
+    pub settle: f64,
+    /// Relaxation of the two relaxed sensitivities (N s m/s) and the normal shift (m/s).
+    #[serde(default = "default_kappa", deserialize_with = "check::positive")]
+    pub kappa: f64,
+    #[serde(default = "default_delta", deserialize_with = "check::non_negative")]
+    pub delta: f64,
+}
+
 /// The file format, as written.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename = "Scene", deny_unknown_fields)]
@@ -187,6 +260,9 @@ pub struct SceneFile {
     /// Default duration of `simulate` (s).
     #[serde(default, deserialize_with = "check::positive_opt")]
     pub duration: Option<f64>,
+    /// Default gradient-quality sweep of `gradcheck`.
+    #[serde(default)]
+    pub gradcheck: Option<GradcheckSpec>,
 }
 
 #[derive(Debug, Error)]
@@ -405,6 +481,36 @@ impl Scene {
                 duration: p.duration,
             });
         }
+        if let Some(g) = &sf.gradcheck {
+            resolve_param(&model, &pulls, &g.param)
+                .map_err(|m| invalid(&format!("\"{}\"", g.param), "gradcheck.param".into(), m))?;
+            for (i, t) in g.objective.iter().enumerate() {
+                if model.resolve_body_or_frame(&t.body).is_none() {
+                    return Err(invalid(
+                        &format!("\"{}\"", t.body),
+                        format!("gradcheck.objective[{i}].body"),
+                        format!("no link or frame named `{}`; links are: {}", t.body, model.body_names.join(", ")),
+                    ));
+                }
+            }
+            for (i, w) in g.watch.iter().enumerate() {
+                if !model.contact_points.iter().any(|c| &c.name == w) {
+                    let names: Vec<&str> = model.contact_points.iter().map(|c| c.name.as_str()).collect();
+                    return Err(invalid(
+                        &format!("\"{w}\""),
+                        format!("gradcheck.watch[{i}]"),
+                        format!("no contact named `{w}`; contacts are: {}", names.join(", ")),
+                    ));
+                }
+            }
+            if g.to <= g.from || g.points < 2 || g.samples == 0 {
+                return Err(invalid(
+                    "gradcheck",
+                    "gradcheck".into(),
+                    "needs from < to, points >= 2 and samples >= 1".into(),
+                ));
+            }
+        }
         Ok(Scene {
             path: path.to_path_buf(),
             terrain: sf.terrain.clone(),
@@ -434,4 +540,53 @@ impl Scene {
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
         crate::io::write_atomic(path, text.as_bytes())
     }
+}
+
+/// Resolves a sweep parameter name (see [`GradcheckSpec::param`]) against a model and its pulls.
+pub fn resolve_param(model: &Model, pulls: &[Pull], name: &str) -> Result<crate::diff::Param, String> {
+    use crate::diff::Param;
+    let name = name.trim();
+    match name {
+        "base_x" | "base_y" | "base_z" => {
+            if !model.has_free_flyer() {
+                return Err(format!("`{name}` needs a floating base"));
+            }
+            return Ok(Param::BasePosition { axis: (name.as_bytes()[5] - b'x') as usize });
+        }
+        _ => {}
+    }
+    if let Some(idx) = name.strip_prefix("pull") {
+        let index = match idx.strip_prefix(':') {
+            Some(n) => n.parse::<usize>().map_err(|_| format!("`{name}`: expected pull:N"))?,
+            None if idx.is_empty() => 0,
+            None => return Err(format!("`{name}`: expected pull or pull:N")),
+        };
+        return match pulls.get(index) {
+            Some(p) if p.force.norm() > 0.0 => Ok(Param::PullForce { index }),
+            Some(_) => Err(format!("pull {index} has a zero force: no direction to scale")),
+            None => Err(format!("`{name}`: the scene has {} pull(s)", pulls.len())),
+        };
+    }
+    if let Some(list) = name.strip_prefix("torque:") {
+        let mut direction = DVector::zeros(model.nu);
+        for pat in list.split(',').map(str::trim) {
+            let mut hit = false;
+            for (k, &dof) in model.actuated_dofs.iter().enumerate() {
+                let j = model.joints.iter().find(|j| j.idx_v == dof).expect("actuated dof belongs to a joint");
+                let m = match pat.strip_prefix('*') {
+                    Some(suffix) => j.name.ends_with(suffix),
+                    None => j.name == pat,
+                };
+                if m {
+                    direction[k] = 1.0;
+                    hit = true;
+                }
+            }
+            if !hit {
+                return Err(format!("no actuated joint matches `{pat}`"));
+            }
+        }
+        return Ok(Param::ControlOffset { direction });
+    }
+    Err(format!("unknown parameter `{name}`: expected base_x, base_y, base_z, pull:N or torque:JOINTS"))
 }
