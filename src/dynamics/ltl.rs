@@ -130,17 +130,19 @@ pub fn solve_l(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
 pub fn solve_lt_multi(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usize) {
     let n = l.nrows();
     let s = l.as_slice();
-    debug_assert_eq!(x.len(), n * m);
+    assert_eq!(x.len(), n * m, "solve_lt_multi: x must be n x m");
     for i in (0..n).rev() {
         let inv = 1.0 / s[i + i * n];
-        for c in 0..m {
-            x[i + c * n] *= inv;
+        // `i < n` and `j < n` are known to the optimizer through the chunk length, so the
+        // column loops carry no bounds checks.
+        for col in x.chunks_exact_mut(n) {
+            col[i] *= inv;
         }
         let mut j = parent[i];
         while j != NONE {
             let lij = s[i + j * n];
-            for c in 0..m {
-                x[j + c * n] -= lij * x[i + c * n];
+            for col in x.chunks_exact_mut(n) {
+                col[j] -= lij * col[i];
             }
             j = parent[j];
         }
@@ -152,19 +154,19 @@ pub fn solve_lt_multi(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usiz
 pub fn solve_l_multi(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usize) {
     let n = l.nrows();
     let s = l.as_slice();
-    debug_assert_eq!(x.len(), n * m);
+    assert_eq!(x.len(), n * m, "solve_l_multi: x must be n x m");
     for i in 0..n {
         let mut j = parent[i];
         while j != NONE {
             let lij = s[i + j * n];
-            for c in 0..m {
-                x[i + c * n] -= lij * x[j + c * n];
+            for col in x.chunks_exact_mut(n) {
+                col[i] -= lij * col[j];
             }
             j = parent[j];
         }
         let inv = 1.0 / s[i + i * n];
-        for c in 0..m {
-            x[i + c * n] *= inv;
+        for col in x.chunks_exact_mut(n) {
+            col[i] *= inv;
         }
     }
 }
