@@ -13,7 +13,7 @@
 //! Summaries per sensitivity, over the sweep points, against the smoothed truth `g*`:
 //! cosine similarity `<g, g*> / (|g| |g*|)`, relative error `|g - g*| / |g*|`, and sign agreement:
 //! the fraction of points with `|g*_k| > 2 se_k` (a significantly nonzero truth) where
-//! `sign(g_k) = sign(g*_k)`.
+//! `sign(g_k) = sign(g*_k)` and `g_k` is not zero (below `1e-6 max |g*|`: no sign at all).
 //!
 //! The realized mode strip records, per point and watched contact, the mode at the last step
 //! of the rollout at `s`, and whether the watched contact touched at any step.
@@ -316,7 +316,9 @@ pub fn summarize(points: &[SweepPoint], i: usize) -> Summary {
     let diff = g.iter().zip(&t).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt();
     let rel_error = if nt > 0.0 { diff / nt } else { f64::INFINITY };
     let significant: Vec<usize> = (0..points.len()).filter(|&k| t[k].abs() > 2.0 * points[k].smoothed_se).collect();
-    let agree = significant.iter().filter(|&&k| g[k].signum() == t[k].signum() && g[k] != 0.0).count();
+    // A gradient within 1e-6 of the truth's scale carries no sign: it does not agree.
+    let zero = 1e-6 * t.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let agree = significant.iter().filter(|&&k| g[k].abs() > zero && g[k].signum() == t[k].signum()).count();
     let sign_agreement = if significant.is_empty() { f64::NAN } else { agree as f64 / significant.len() as f64 };
     Summary { cosine, rel_error, sign_agreement }
 }
