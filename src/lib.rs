@@ -12,6 +12,7 @@ pub mod gradcheck;
 pub mod io;
 pub mod linalg;
 pub mod model;
+pub mod ocp;
 pub mod plot;
 pub mod scene;
 pub mod sim;

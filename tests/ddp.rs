@@ -1,0 +1,217 @@
+//! DDP on a linear-quadratic problem against the direct solution of its KKT system: one
+//! iteration from zero controls must land on the optimum (the Gauss-Newton model is exact).
+//! Plus control limits against a projected reference, and the solver's failure reports.
+
+use contactlab::ocp::{ActionModel, Ddp, Lqr, Settings, ShootingProblem, Status};
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+use std::sync::Arc;
+
+fn random(rng: &mut ChaCha8Rng, r: usize, c: usize, s: f64) -> DMatrix<f64> {
+    DMatrix::from_fn(r, c, |_, _| rng.random_range(-s..s))
+}
+
+fn spd(rng: &mut ChaCha8Rng, n: usize, floor: f64) -> DMatrix<f64> {
+    let m = random(rng, n, n, 1.0);
+    &m * m.transpose() + DMatrix::identity(n, n) * floor
+}
+
+struct Case {
+    running: Lqr,
+    terminal: Lqr,
+    x0: DVector<f64>,
+    t: usize,
+}
+
+fn case(seed: u64) -> Case {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (nx, nu, t) = (4, 2, 20);
+    let a = DMatrix::identity(nx, nx) + random(&mut rng, nx, nx, 0.1);
+    let b = random(&mut rng, nx, nu, 0.5);
+    let running = Lqr {
+        a: a.clone(),
+        b: b.clone(),
+        c: DVector::from_fn(nx, |_, _| rng.random_range(-0.1..0.1)),
+        q: spd(&mut rng, nx, 0.1),
+        q_lin: DVector::from_fn(nx, |_, _| rng.random_range(-1.0..1.0)),
+        r: spd(&mut rng, nu, 0.5),
+        r_lin: DVector::from_fn(nu, |_, _| rng.random_range(-1.0..1.0)),
+        n: random(&mut rng, nu, nx, 0.05),
+    };
+    let terminal = Lqr {
+        a,
+        b: DMatrix::zeros(nx, 0),
+        c: DVector::zeros(nx),
+        q: spd(&mut rng, nx, 1.0),
+        q_lin: DVector::from_fn(nx, |_, _| rng.random_range(-1.0..1.0)),
+        r: DMatrix::zeros(0, 0),
+        r_lin: DVector::zeros(0),
+        n: DMatrix::zeros(0, nx),
+    };
+    Case { running, terminal, x0: DVector::from_fn(nx, |_, _| rng.random_range(-1.0..1.0)), t }
+}
+
+/// The optimum from the KKT system of the equality-constrained QP over (u_0..u_{T-1}, x_1..x_T).
+fn kkt(c: &Case) -> Vec<DVector<f64>> {
+    let (nx, nu, t) = (c.running.a.nrows(), c.running.b.ncols(), c.t);
+    let nz = t * nu + t * nx;
+    let ui = |k: usize| k * nu;
+    let xi = |k: usize| t * nu + (k - 1) * nx; // x_k, k >= 1
+    let mut h = DMatrix::zeros(nz, nz);
+    let mut g = DVector::zeros(nz);
+    let m = &c.running;
+    for k in 0..t {
+        // u_k terms.
+        h.view_mut((ui(k), ui(k)), (nu, nu)).add_assign(&m.r);
+        g.rows_mut(ui(k), nu).add_assign(&m.r_lin);
+        if k == 0 {
+            g.rows_mut(ui(0), nu).add_assign(&(&m.n * &c.x0));
+        } else {
+            h.view_mut((xi(k), xi(k)), (nx, nx)).add_assign(&m.q);
+            g.rows_mut(xi(k), nx).add_assign(&m.q_lin);
+            h.view_mut((ui(k), xi(k)), (nu, nx)).add_assign(&m.n);
+            h.view_mut((xi(k), ui(k)), (nx, nu)).add_assign(&m.n.transpose());
+        }
+    }
+    h.view_mut((xi(t), xi(t)), (nx, nx)).add_assign(&c.terminal.q);
+    g.rows_mut(xi(t), nx).add_assign(&c.terminal.q_lin);
+    // x_{k+1} - A x_k - B u_k = c.
+    let mut e = DMatrix::zeros(t * nx, nz);
+    let mut rhs = DVector::zeros(t * nx);
+    for k in 0..t {
+        let r = k * nx;
+        e.view_mut((r, xi(k + 1)), (nx, nx)).copy_from(&DMatrix::identity(nx, nx));
+        e.view_mut((r, ui(k)), (nx, nu)).copy_from(&(-&m.b));
+        if k == 0 {
+            rhs.rows_mut(r, nx).copy_from(&(&m.c + &m.a * &c.x0));
+        } else {
+            e.view_mut((r, xi(k)), (nx, nx)).copy_from(&(-&m.a));
+            rhs.rows_mut(r, nx).copy_from(&m.c);
+        }
+    }
+    let n = nz + t * nx;
+    let mut k = DMatrix::zeros(n, n);
+    k.view_mut((0, 0), (nz, nz)).copy_from(&h);
+    k.view_mut((nz, 0), (t * nx, nz)).copy_from(&e);
+    k.view_mut((0, nz), (nz, t * nx)).copy_from(&e.transpose());
+    let mut b = DVector::zeros(n);
+    b.rows_mut(0, nz).copy_from(&(-g));
+    b.rows_mut(nz, t * nx).copy_from(&rhs);
+    let z = k.lu().solve(&b).unwrap();
+    (0..t).map(|k| z.rows(ui(k), nu).into_owned()).collect()
+}
+
+use std::ops::AddAssign;
+
+fn problem(c: &Case) -> ShootingProblem {
+    let running: Arc<dyn ActionModel> = Arc::new(c.running.clone());
+    ShootingProblem { x0: c.x0.clone(), running: vec![running; c.t], terminal: Arc::new(c.terminal.clone()) }
+}
+
+#[test]
+fn one_iteration_solves_an_lqr_to_its_kkt_solution() {
+    for seed in 0..3 {
+        let c = case(seed);
+        let reference = kkt(&c);
+        let settings = Settings { max_iterations: 1, mu_init: 0.0, mu_min: 0.0, ..Default::default() };
+        let mut ddp = Ddp::new(problem(&c), settings);
+        let info = ddp.solve(None, None);
+        assert_eq!(info.iterations, 1, "{info:?}");
+        assert_eq!(info.history[0].alpha, 1.0);
+        let err = ddp.us.iter().zip(&reference).map(|(a, b)| (a - b).norm()).fold(0.0, f64::max);
+        let scale = reference.iter().map(|u| u.norm()).fold(0.0, f64::max);
+        eprintln!("seed {seed}: max |u - u_kkt| = {err:.2e} (|u| up to {scale:.2})");
+        assert!(err < 1e-8 * scale.max(1.0));
+        // A second iteration sees nothing left to gain.
+        let mut ddp = Ddp::new(problem(&c), Settings { mu_init: 0.0, mu_min: 0.0, ..Default::default() });
+        let info = ddp.solve(None, None);
+        assert_eq!(info.status, Status::Converged);
+        assert!(info.iterations <= 2, "{info:?}");
+        // The expected improvement of the first step equals the actual one (exact model).
+        let h = &info.history[0];
+        assert!((h.expected - h.actual).abs() < 1e-9 * h.actual.abs().max(1.0), "{h:?}");
+    }
+}
+
+/// Control limits: the bounded optimum satisfies the projected optimality conditions, which are
+/// checked against the KKT gradient of the reduced (u-only) problem by finite differences.
+#[test]
+fn control_limits_are_respected_and_optimal() {
+    struct Boxed(Lqr, DVector<f64>, DVector<f64>);
+    impl ActionModel for Boxed {
+        fn nx(&self) -> usize {
+            self.0.nx()
+        }
+        fn ndx(&self) -> usize {
+            self.0.ndx()
+        }
+        fn nu(&self) -> usize {
+            self.0.nu()
+        }
+        fn control_bounds(&self) -> Option<(&DVector<f64>, &DVector<f64>)> {
+            Some((&self.1, &self.2))
+        }
+        fn create_data(&self) -> contactlab::ocp::ActionData {
+            self.0.create_data()
+        }
+        fn calc(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
+            self.0.calc(d, x, u)
+        }
+        fn calc_diff(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
+            self.0.calc_diff(d, x, u)
+        }
+        fn integrate(&self, x: &DVector<f64>, dx: &DVector<f64>, out: &mut DVector<f64>) {
+            self.0.integrate(x, dx, out)
+        }
+        fn difference(&self, x0: &DVector<f64>, x1: &DVector<f64>, out: &mut DVector<f64>) {
+            self.0.difference(x0, x1, out)
+        }
+    }
+    let c = case(7);
+    let unbounded = kkt(&c);
+    let peak = unbounded.iter().map(|u| u.amax()).fold(0.0, f64::max);
+    let lim = 0.5 * peak;
+    let nu = c.running.nu();
+    let model: Arc<dyn ActionModel> =
+        Arc::new(Boxed(c.running.clone(), DVector::from_element(nu, -lim), DVector::from_element(nu, lim)));
+    let p = ShootingProblem { x0: c.x0.clone(), running: vec![model; c.t], terminal: Arc::new(c.terminal.clone()) };
+    let mut ddp = Ddp::new(p, Settings::default());
+    let info = ddp.solve(None, None);
+    assert_eq!(info.status, Status::Converged, "{info:?}");
+    assert!(ddp.us.iter().all(|u| u.amax() <= lim + 1e-12));
+    assert!(ddp.us.iter().any(|u| u.amax() >= lim - 1e-9), "the bound should be active");
+    // Projected optimality: perturbing any control inward does not lower the cost.
+    let cost = |us: &[DVector<f64>]| {
+        let mut d = c.running.create_data();
+        let mut x = c.x0.clone();
+        let mut j = 0.0;
+        for u in us {
+            c.running.calc(&mut d, &x, u);
+            j += d.cost;
+            x = d.x_next.clone();
+        }
+        c.terminal.calc(&mut d, &x, &DVector::zeros(0));
+        j + d.cost
+    };
+    let j0 = cost(&ddp.us);
+    for k in 0..c.t {
+        for i in 0..nu {
+            for s in [-1e-4, 1e-4] {
+                let mut us = ddp.us.clone();
+                us[k][i] = (us[k][i] + s).clamp(-lim, lim);
+                assert!(cost(&us) >= j0 - 1e-10, "knot {k} control {i}: a feasible move lowers the cost");
+            }
+        }
+    }
+}
+
+#[test]
+fn invalid_settings_and_cancellation_are_reported() {
+    let c = case(1);
+    let mut ddp = Ddp::new(problem(&c), Settings { mu_factor: 0.5, ..Default::default() });
+    assert_eq!(ddp.solve(None, None).status, Status::InvalidInput);
+    let cancel = std::sync::atomic::AtomicBool::new(true);
+    let mut ddp = Ddp::new(problem(&c), Settings::default());
+    assert_eq!(ddp.solve(None, Some(&cancel)).status, Status::Cancelled);
+}
