@@ -1,6 +1,7 @@
 //! The step, the derivative algorithms and the transition Jacobians allocate nothing once their
-//! workspaces exist (STYLE habit 1). One counting allocator for the whole binary; the tests take
-//! a lock so that one test's set-up is not counted against another.
+//! workspaces exist (STYLE habit 1). One counting allocator for the whole binary; it counts only
+//! on the thread that armed it (the test harness allocates on its own threads while a test
+//! runs), and the tests take a lock so that one test's set-up is not counted against another.
 
 use contactlab::diff::{transition_jacobians, Sensitivity, TransitionStatus, TransitionWorkspace};
 use contactlab::dynamics::{
@@ -11,17 +12,24 @@ use contactlab::model::{builtin, neutral, Data};
 use contactlab::scene::Scene;
 use nalgebra::{DMatrix, DVector, Vector3};
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 struct Counting;
 static COUNT: AtomicUsize = AtomicUsize::new(0);
-static ARMED: AtomicBool = AtomicBool::new(false);
+thread_local! {
+    static ARMED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn arm(on: bool) {
+    ARMED.with(|a| a.set(on));
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if ARMED.load(Ordering::Relaxed) {
+        if ARMED.with(|a| a.get()) {
             COUNT.fetch_add(1, Ordering::Relaxed);
         }
         unsafe { System.alloc(layout) }
@@ -43,11 +51,11 @@ fn stepping_allocates_nothing() {
         let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(name)).unwrap();
         let mut sim = s.simulation();
         sim.step();
-        ARMED.store(true, Ordering::SeqCst);
+        arm(true);
         for _ in 0..700 {
             sim.step();
         }
-        ARMED.store(false, Ordering::SeqCst);
+        arm(false);
         assert_eq!(COUNT.swap(0, Ordering::SeqCst), 0, "{name}: step allocated");
     }
 }
@@ -67,9 +75,9 @@ fn derivatives_allocate_nothing() {
 
     let p = Vector3::new(0.1, 0.0, -0.3);
     let mut count = |name: &str, f: &mut dyn FnMut(&mut Data)| {
-        ARMED.store(true, Ordering::SeqCst);
+        arm(true);
         f(&mut data);
-        ARMED.store(false, Ordering::SeqCst);
+        arm(false);
         assert_eq!(COUNT.swap(0, Ordering::SeqCst), 0, "{name} allocated");
     };
     count("rnea_derivatives_with_forces", &mut |d| {
@@ -104,9 +112,9 @@ fn transition_jacobians_allocate_nothing() {
         transition_jacobians(&model, &sim.terrain, &sim.settings, ws, tw, x, Sensitivity::Exact, a, b)
     };
     assert_eq!(run(&mut ws, &mut tw, &mut a, &mut b).status, TransitionStatus::Ok);
-    ARMED.store(true, Ordering::SeqCst);
+    arm(true);
     let info = run(&mut ws, &mut tw, &mut a, &mut b);
-    ARMED.store(false, Ordering::SeqCst);
+    arm(false);
     assert_eq!(info.status, TransitionStatus::Ok);
     assert_eq!(COUNT.swap(0, Ordering::SeqCst), 0, "transition_jacobians allocated");
 }
