@@ -8,3 +8,6 @@ pub mod ddp;
 
 pub use action::{ActionData, ActionModel, Lqr};
 pub use ddp::{Ddp, Info, IterationInfo, Settings, ShootingProblem, Status};
+pub mod contact;
+
+pub use contact::{ContactAction, PoseCost};

@@ -1,0 +1,266 @@
+//! The contact simulator as an action model: `x = (q, v)`, `u` = actuator torques, one step of
+//! the hard-contact simulator per knot, with the transition Jacobians of a chosen contact
+//! sensitivity (DESIGN 3) as `f_x`, `f_u`. No contact schedule: which feet touch is whatever
+//! the simulator decides along the trajectory (contact-implicit).
+//!
+//! # Cost (residual form, Gauss-Newton Hessian `J^T W J`)
+//!
+//! ```text
+//! l(x, u) = 0.5 sum_a w_p,a (p - p*)_a^2 + 0.5 sum_a w_o,a r_a^2        base pose, r = log3(R*^T R)
+//!         + 0.5 w_q sum_j (q_j - q*_j)^2 + 0.5 w_v sum_j v_j^2          joint posture, joint velocity
+//!         + 0.5 w_b |v_base|^2 + 0.5 w_u |u|^2                        base velocity, effort
+//! ```
+//!
+//! With the Pinocchio tangent of the free-flyer (body-frame `(dp, dtheta)`): `dp = R dp_body`,
+//! `dr = J_r^-1(r) dtheta` (the right Jacobian of SO(3), inverse in closed form). A terminal model
+//! uses the state terms only, scaled by `terminal_weight`.
+
+use super::action::{ActionData, ActionModel};
+use crate::contact::Terrain;
+use crate::diff::{transition_jacobians, Sensitivity, TransitionStatus, TransitionWorkspace};
+use crate::model::configuration::free_flyer_placement;
+use crate::model::{difference, integrate, JointKind, Model};
+use crate::sim::StepSettings;
+use crate::sim::{step, StepWorkspace};
+use nalgebra::{DMatrix, DVector, Matrix3, Rotation3, Vector3};
+use std::sync::Arc;
+
+/// Weights and targets of [`ContactAction`]'s cost (module docs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoseCost {
+    pub base_position: Vector3<f64>,
+    pub base_rotation: Matrix3<f64>,
+    pub w_position: Vector3<f64>,
+    pub w_orientation: Vector3<f64>,
+    /// Joint targets (nq; free-flyer entries unused).
+    pub posture: DVector<f64>,
+    pub w_posture: f64,
+    pub w_joint_velocity: f64,
+    pub w_base_velocity: f64,
+    pub w_control: f64,
+}
+
+/// One knot: a simulator step and the pose cost.
+pub struct ContactAction {
+    pub model: Arc<Model>,
+    pub terrain: Terrain,
+    pub settings: StepSettings,
+    pub sensitivity: Sensitivity,
+    pub cost: PoseCost,
+    /// A terminal knot: no step, state cost times this weight.
+    pub terminal: Option<f64>,
+    lower: DVector<f64>,
+    upper: DVector<f64>,
+}
+
+struct Work {
+    ws: StepWorkspace,
+    tw: TransitionWorkspace,
+    a: DMatrix<f64>,
+    b: DMatrix<f64>,
+    tau_ext: DVector<f64>,
+    q_next: DVector<f64>,
+    v_next: DVector<f64>,
+}
+
+impl ContactAction {
+    pub fn new(
+        model: Arc<Model>,
+        terrain: Terrain,
+        settings: StepSettings,
+        sensitivity: Sensitivity,
+        cost: PoseCost,
+        terminal: Option<f64>,
+    ) -> Self {
+        let lower = DVector::from_iterator(model.nu, model.effort_limits.iter().map(|l| -l));
+        let upper = DVector::from_iterator(model.nu, model.effort_limits.iter().copied());
+        Self { model, terrain, settings, sensitivity, cost, terminal, lower, upper }
+    }
+
+    /// State cost and, if asked, its tangent gradient and Gauss-Newton Hessian.
+    fn state_cost(&self, x: &DVector<f64>, grad: Option<(&mut DVector<f64>, &mut DMatrix<f64>)>) -> f64 {
+        let m = &*self.model;
+        let (nq, nv) = (m.nq, m.nv);
+        let q = x.rows(0, nq);
+        let v = x.rows(nq, nv);
+        let c = &self.cost;
+        let mut f = 0.0;
+        let mut gh = grad;
+        if let Some((g, h)) = gh.as_mut() {
+            g.fill(0.0);
+            h.fill(0.0);
+        }
+        for j in &m.joints {
+            match j.kind {
+                JointKind::FreeFlyer => {
+                    let mq = free_flyer_placement(&q.as_slice()[j.idx_q..j.idx_q + 7]);
+                    let ep = mq.trans - c.base_position;
+                    let rerr = Rotation3::from_matrix_unchecked(c.base_rotation.transpose() * mq.rot);
+                    let r = rerr.scaled_axis();
+                    for a in 0..3 {
+                        f += 0.5 * c.w_position[a] * ep[a] * ep[a] + 0.5 * c.w_orientation[a] * r[a] * r[a];
+                    }
+                    let vb = v.rows(j.idx_v, 6);
+                    f += 0.5 * c.w_base_velocity * vb.norm_squared();
+                    if let Some((g, h)) = gh.as_mut() {
+                        let iv = j.idx_v;
+                        // Position residual Jacobian R (cols iv..iv+3), orientation Jr^-1(r).
+                        let jp = mq.rot;
+                        let jo = so3_right_jacobian_inv(&r);
+                        let wp = Matrix3::from_diagonal(&c.w_position);
+                        let wo = Matrix3::from_diagonal(&c.w_orientation);
+                        let gp = jp.transpose() * (wp * ep);
+                        let go = jo.transpose() * (wo * r);
+                        g.rows_mut(iv, 3).add_assign(&gp);
+                        g.rows_mut(iv + 3, 3).add_assign(&go);
+                        h.view_mut((iv, iv), (3, 3)).add_assign(&(jp.transpose() * wp * jp));
+                        h.view_mut((iv + 3, iv + 3), (3, 3)).add_assign(&(jo.transpose() * wo * jo));
+                        for k in 0..6 {
+                            g[nv + iv + k] += c.w_base_velocity * vb[k];
+                            h[(nv + iv + k, nv + iv + k)] += c.w_base_velocity;
+                        }
+                    }
+                }
+                _ => {
+                    let e = q[j.idx_q] - c.posture[j.idx_q];
+                    let w = v[j.idx_v];
+                    f += 0.5 * c.w_posture * e * e + 0.5 * c.w_joint_velocity * w * w;
+                    if let Some((g, h)) = gh.as_mut() {
+                        g[j.idx_v] += c.w_posture * e;
+                        h[(j.idx_v, j.idx_v)] += c.w_posture;
+                        g[nv + j.idx_v] += c.w_joint_velocity * w;
+                        h[(nv + j.idx_v, nv + j.idx_v)] += c.w_joint_velocity;
+                    }
+                }
+            }
+        }
+        f
+    }
+}
+
+use std::ops::AddAssign;
+
+/// `J_r^-1(phi)` of SO(3): `I + [phi]x / 2 + (1/theta^2 - (1 + cos theta) / (2 theta sin theta)) [phi]x^2`.
+pub fn so3_right_jacobian_inv(phi: &Vector3<f64>) -> Matrix3<f64> {
+    let t = phi.norm();
+    let k = phi.cross_matrix();
+    let c = if t < 1e-4 { 1.0 / 12.0 + t * t / 720.0 } else { 1.0 / (t * t) - (1.0 + t.cos()) / (2.0 * t * t.sin()) };
+    Matrix3::identity() + 0.5 * k + c * k * k
+}
+
+impl ActionModel for ContactAction {
+    fn nx(&self) -> usize {
+        self.model.nq + self.model.nv
+    }
+    fn ndx(&self) -> usize {
+        2 * self.model.nv
+    }
+    fn nu(&self) -> usize {
+        if self.terminal.is_some() {
+            0
+        } else {
+            self.model.nu
+        }
+    }
+    fn control_bounds(&self) -> Option<(&DVector<f64>, &DVector<f64>)> {
+        (self.terminal.is_none()).then_some((&self.lower, &self.upper))
+    }
+    fn create_data(&self) -> ActionData {
+        let m = &*self.model;
+        let work = Work {
+            ws: StepWorkspace::new(m),
+            tw: TransitionWorkspace::new(m),
+            a: DMatrix::zeros(2 * m.nv, 2 * m.nv),
+            b: DMatrix::zeros(2 * m.nv, m.nu),
+            tau_ext: DVector::zeros(m.nv),
+            q_next: DVector::zeros(m.nq),
+            v_next: DVector::zeros(m.nv),
+        };
+        ActionData::new(self.nx(), self.ndx(), self.nu(), Box::new(work))
+    }
+    fn calc(&self, d: &mut ActionData, x: &DVector<f64>, u: &DVector<f64>) {
+        let m = &*self.model;
+        let (nq, nv) = (m.nq, m.nv);
+        if let Some(w) = self.terminal {
+            d.cost = w * self.state_cost(x, None);
+            d.ok = d.cost.is_finite();
+            return;
+        }
+        let work = d.extra.downcast_mut::<Work>().expect("ContactAction data");
+        let info = step(
+            m,
+            &self.terrain,
+            &self.settings,
+            &mut work.ws,
+            &x.as_slice()[..nq],
+            &x.as_slice()[nq..],
+            u.as_slice(),
+            work.tau_ext.as_slice(),
+            work.q_next.as_mut_slice(),
+            work.v_next.as_mut_slice(),
+        );
+        d.ok = info.status.advanced();
+        d.x_next.rows_mut(0, nq).copy_from(&work.q_next);
+        d.x_next.rows_mut(nq, nv).copy_from(&work.v_next);
+        d.cost = self.state_cost(x, None) + 0.5 * self.cost.w_control * u.norm_squared();
+    }
+    fn calc_diff(&self, d: &mut ActionData, x: &DVector<f64>, u: &DVector<f64>) {
+        let m = &*self.model;
+        let (nq, nv) = (m.nq, m.nv);
+        let mut g = DVector::zeros(2 * nv);
+        let mut h = DMatrix::zeros(2 * nv, 2 * nv);
+        let sc = self.state_cost(x, Some((&mut g, &mut h)));
+        if let Some(w) = self.terminal {
+            d.cost = w * sc;
+            d.lx = g * w;
+            d.lxx = h * w;
+            d.ok = d.cost.is_finite();
+            return;
+        }
+        let work = d.extra.downcast_mut::<Work>().expect("ContactAction data");
+        let info = transition_jacobians(
+            m,
+            &self.terrain,
+            &self.settings,
+            &mut work.ws,
+            &mut work.tw,
+            (&x.as_slice()[..nq], &x.as_slice()[nq..], u.as_slice(), work.tau_ext.as_slice()),
+            self.sensitivity,
+            &mut work.a,
+            &mut work.b,
+        );
+        d.ok = matches!(info.status, TransitionStatus::Ok | TransitionStatus::BackwardNotConverged);
+        d.x_next.rows_mut(0, nq).copy_from(&work.tw.q_next);
+        d.x_next.rows_mut(nq, nv).copy_from(&work.tw.v_next);
+        d.fx.copy_from(&work.a);
+        d.fu.copy_from(&work.b);
+        d.cost = sc + 0.5 * self.cost.w_control * u.norm_squared();
+        d.lx = g;
+        d.lxx = h;
+        d.lu = u * self.cost.w_control;
+        d.luu = DMatrix::identity(m.nu, m.nu) * self.cost.w_control;
+        d.lux.fill(0.0);
+    }
+    fn integrate(&self, x: &DVector<f64>, dx: &DVector<f64>, out: &mut DVector<f64>) {
+        let m = &*self.model;
+        let (nq, nv) = (m.nq, m.nv);
+        if out.len() != nq + nv {
+            *out = DVector::zeros(nq + nv);
+        }
+        let mut q = DVector::zeros(nq);
+        integrate(m, &x.as_slice()[..nq], &dx.as_slice()[..nv], q.as_mut_slice());
+        out.rows_mut(0, nq).copy_from(&q);
+        out.rows_mut(nq, nv).copy_from(&(x.rows(nq, nv) + dx.rows(nv, nv)));
+    }
+    fn difference(&self, x0: &DVector<f64>, x1: &DVector<f64>, out: &mut DVector<f64>) {
+        let m = &*self.model;
+        let (nq, nv) = (m.nq, m.nv);
+        if out.len() != 2 * nv {
+            *out = DVector::zeros(2 * nv);
+        }
+        let mut dq = DVector::zeros(nv);
+        difference(m, &x0.as_slice()[..nq], &x1.as_slice()[..nq], dq.as_mut_slice());
+        out.rows_mut(0, nv).copy_from(&dq);
+        out.rows_mut(nv, nv).copy_from(&(x1.rows(nq, nv) - x0.rows(nq, nv)));
+    }
+}

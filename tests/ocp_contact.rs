@@ -1,0 +1,129 @@
+//! The contact simulator as a DDP action model: its cost derivatives against finite
+//! differences through `integrate`, and DDP raising the standing quadruped's base with no
+//! contact schedule (the feet stay down because that is what lowers the cost).
+
+use contactlab::diff::Sensitivity;
+use contactlab::ocp::{ActionModel, ContactAction, Ddp, PoseCost, Settings, ShootingProblem, Status};
+use contactlab::scene::Scene;
+use contactlab::sim::Simulation;
+use nalgebra::{DVector, Rotation3, Vector3};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+use std::path::Path;
+use std::sync::Arc;
+
+fn stance() -> Simulation {
+    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/quadruped_stand.ron")).unwrap();
+    let mut sim = s.simulation();
+    for _ in 0..500 {
+        sim.step();
+    }
+    sim
+}
+
+fn cost(sim: &Simulation, dz: f64) -> PoseCost {
+    PoseCost {
+        base_position: Vector3::new(sim.q[0], sim.q[1], sim.q[2] + dz),
+        base_rotation: *Rotation3::from_euler_angles(0.05, -0.03, 0.1).matrix(),
+        w_position: Vector3::new(100.0, 100.0, 400.0),
+        w_orientation: Vector3::new(50.0, 50.0, 20.0),
+        posture: sim.q.clone(),
+        w_posture: 0.02,
+        w_joint_velocity: 0.1,
+        w_base_velocity: 1.0,
+        w_control: 1e-3,
+    }
+}
+
+#[test]
+fn cost_derivatives_match_finite_differences() {
+    let sim = stance();
+    let m = sim.model.clone();
+    let (nq, nv) = (m.nq, m.nv);
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut c = cost(&sim, 0.03);
+    c.base_rotation = *Rotation3::from_euler_angles(0.4, -0.3, 1.2).matrix();
+    for terminal in [None, Some(10.0)] {
+        let action =
+            ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, Sensitivity::Exact, c.clone(), terminal);
+        let mut x = DVector::zeros(nq + nv);
+        x.rows_mut(0, nq).copy_from(&sim.q);
+        x.rows_mut(nq, nv).copy_from(&DVector::from_fn(nv, |_, _| rng.random_range(-0.5..0.5)));
+        let u = if terminal.is_some() {
+            DVector::zeros(0)
+        } else {
+            DVector::from_fn(m.nu, |_, _| rng.random_range(-5.0..5.0))
+        };
+        let mut d = action.create_data();
+        action.calc_diff(&mut d, &x, &u);
+        assert!(d.ok);
+        let lx = d.lx.clone();
+        let base = d.cost;
+        for _ in 0..6 {
+            let dir = DVector::from_fn(2 * nv, |_, _| rng.random_range(-1.0..1.0));
+            let eps = 1e-6;
+            let f = |s: f64| {
+                let mut xs = x.clone();
+                action.integrate(&x, &(&dir * s), &mut xs);
+                let mut dd = action.create_data();
+                action.calc(&mut dd, &xs, &u);
+                dd.cost
+            };
+            let fd = (f(eps) - f(-eps)) / (2.0 * eps);
+            let an = lx.dot(&dir);
+            eprintln!("terminal {terminal:?}: directional derivative {an:.8e} vs fd {fd:.8e} (cost {base:.3e})");
+            assert!((an - fd).abs() <= 1e-6 * fd.abs().max(1.0));
+        }
+    }
+    // The SO(3) inverse right Jacobian inverts the right Jacobian: log(R exp(d)) - log(R) = Jr^-1 d.
+    let r = Vector3::new(0.3, -0.7, 0.5);
+    let d = Vector3::new(1e-7, -2e-7, 1.5e-7);
+    let a = Rotation3::from_scaled_axis(r) * Rotation3::from_scaled_axis(d);
+    let lhs = a.scaled_axis() - r;
+    let rhs: Vector3<f64> = contactlab::ocp::contact::so3_right_jacobian_inv(&r) * d;
+    assert!((lhs - rhs).norm() < 1e-12, "{lhs} vs {rhs}");
+}
+
+#[test]
+fn ddp_raises_the_standing_quadruped_without_a_contact_schedule() {
+    let mut sim = stance();
+    sim.settings.dt = 0.01;
+    let m = sim.model.clone();
+    let (nq, nv) = (m.nq, m.nv);
+    let c = cost(&sim, 0.04);
+    let knots = 30;
+    let running: Arc<dyn ActionModel> =
+        Arc::new(ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, Sensitivity::Exact, c.clone(), None));
+    let terminal =
+        Arc::new(ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, Sensitivity::Exact, c, Some(200.0)));
+    let mut x0 = DVector::zeros(nq + nv);
+    x0.rows_mut(0, nq).copy_from(&sim.q);
+    x0.rows_mut(nq, nv).copy_from(&sim.v);
+    let p = ShootingProblem { x0, running: vec![running; knots], terminal };
+    // Initial guess: the torques that hold the stance (the PD's output at rest).
+    let mut u = DVector::zeros(m.nu);
+    let mut damping = DVector::zeros(m.nu);
+    sim.controller.compute(&m, sim.q.as_slice(), sim.v.as_slice(), 0.01, &mut u, &mut damping);
+    let guess = vec![u; knots];
+    let mut ddp = Ddp::new(p, Settings { max_iterations: 40, ..Default::default() });
+    let info = ddp.solve(Some(&guess), None);
+    let first = info.history.first().map(|h| h.cost + h.actual).unwrap_or(f64::NAN);
+    eprintln!("{:?}: cost {first:.4} -> {:.4} in {} iterations", info.status, info.cost, info.iterations);
+    for h in &info.history {
+        eprintln!(
+            "  it {} cost {:.5} expected {:.3e} actual {:.3e} mu {:.1e} alpha {} {:.1} ms",
+            h.iteration,
+            h.cost,
+            h.expected,
+            h.actual,
+            h.mu,
+            h.alpha,
+            1e3 * h.time
+        );
+    }
+    assert!(!matches!(info.status, Status::NonFinite | Status::InvalidInput), "{info:?}");
+    assert!(info.cost < 0.7 * first, "DDP should cut the cost: {first} -> {}", info.cost);
+    let z_final = ddp.xs[knots][2];
+    eprintln!("base height {:.4} -> {:.4} (target {:.4})", sim.q[2], z_final, sim.q[2] + 0.04);
+    assert!((z_final - (sim.q[2] + 0.04)).abs() < 0.01);
+}
