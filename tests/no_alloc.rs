@@ -107,14 +107,20 @@ fn transition_jacobians_allocate_nothing() {
     let (mut a, mut b) = (DMatrix::zeros(2 * nv, 2 * nv), DMatrix::zeros(2 * nv, nu));
     let mut tw = TransitionWorkspace::new(&model);
     let x = (sim.q.as_slice(), sim.v.as_slice(), u.as_slice(), tau_ext.as_slice());
-    let mut ws = sim.ws.clone();
-    let run = |ws: &mut _, tw: &mut _, a: &mut _, b: &mut _| {
-        transition_jacobians(&model, &sim.terrain, &sim.settings, ws, tw, x, Sensitivity::Exact, a, b)
-    };
-    assert_eq!(run(&mut ws, &mut tw, &mut a, &mut b).status, TransitionStatus::Ok);
-    arm(true);
-    let info = run(&mut ws, &mut tw, &mut a, &mut b);
-    arm(false);
-    assert_eq!(info.status, TransitionStatus::Ok);
-    assert_eq!(COUNT.swap(0, Ordering::SeqCst), 0, "transition_jacobians allocated");
+    for sensitivity in [
+        Sensitivity::Exact,
+        Sensitivity::SignoriniRelaxed { kappa: 1e-4 },
+        Sensitivity::Relaxed { kappa: 1e-4, delta: 1e-3 },
+    ] {
+        let mut ws = sim.ws.clone();
+        let run = |ws: &mut _, tw: &mut _, a: &mut _, b: &mut _| {
+            transition_jacobians(&model, &sim.terrain, &sim.settings, ws, tw, x, sensitivity, a, b)
+        };
+        assert_eq!(run(&mut ws, &mut tw, &mut a, &mut b).status, TransitionStatus::Ok);
+        arm(true);
+        let info = run(&mut ws, &mut tw, &mut a, &mut b);
+        arm(false);
+        assert_eq!(info.status, TransitionStatus::Ok);
+        assert_eq!(COUNT.swap(0, Ordering::SeqCst), 0, "transition_jacobians ({sensitivity:?}) allocated");
+    }
 }
