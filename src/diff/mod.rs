@@ -11,5 +11,6 @@ pub mod transition;
 pub use fd::{fd_transition, FdWorkspace};
 pub use rollout::{apply_param, rollout_cost, rollout_gradient, Cost, Param, PointCost, RolloutError, RolloutGradient};
 pub use transition::{
-    transition_jacobians, transition_jacobians_ext, Sensitivity, TransitionInfo, TransitionStatus, TransitionWorkspace,
+    transition_jacobians, transition_jacobians_after_step, transition_jacobians_ext, Sensitivity, TransitionInfo,
+    TransitionStatus, TransitionWorkspace,
 };

@@ -164,11 +164,16 @@ fn normals(seed: u64, n: usize) -> Vec<f64> {
         .collect()
 }
 
-/// `f(s)` on the forward simulator, with the final modes of the watched contacts.
-fn objective(sim: &Simulation, spec: &SweepSpec, s: f64) -> Result<f64, SweepError> {
+/// `f(s)` on the forward simulator; with `modes`, the realized modes of every step.
+fn objective(
+    sim: &Simulation,
+    spec: &SweepSpec,
+    s: f64,
+    modes: Option<&mut Vec<Vec<ContactMode>>>,
+) -> Result<f64, SweepError> {
     let mut x = sim.clone();
     apply_param(&mut x, &spec.param, s).map_err(|source| SweepError::Forward { s, source })?;
-    rollout_cost(&x, &spec.cost, spec.steps, None).map(|(f, _)| f).map_err(|source| SweepError::Forward { s, source })
+    rollout_cost(&x, &spec.cost, spec.steps, modes).map(|(f, _)| f).map_err(|source| SweepError::Forward { s, source })
 }
 
 /// Runs the sweep from the state of `sim` (its parameter at value 0 plus `s`). `progress`
@@ -257,17 +262,13 @@ fn sweep_point(
         }
     }
     if !f.is_finite() {
-        f = objective(sim, spec, s)?;
+        f = objective(sim, spec, s, None)?;
     }
     check()?;
     // Local truth, with the mode sequences of both sides compared.
     let side = |d: f64| -> Result<(f64, Vec<Vec<ContactMode>>), SweepError> {
-        let mut x = sim.clone();
-        apply_param(&mut x, &spec.param, s + d).map_err(|source| SweepError::Forward { s, source })?;
         let mut seq = Vec::with_capacity(spec.steps);
-        let (cost, _) = rollout_cost(&x, &spec.cost, spec.steps, Some(&mut seq))
-            .map_err(|source| SweepError::Forward { s, source })?;
-        Ok((cost, seq))
+        Ok((objective(sim, spec, s + d, Some(&mut seq))?, seq))
     };
     let (fp, mp) = side(spec.fd_step)?;
     let (fm, mm) = side(-spec.fd_step)?;
@@ -278,8 +279,8 @@ fn sweep_point(
     let mut ys = Vec::with_capacity(eps.len());
     for &e in eps {
         check()?;
-        let a = objective(sim, spec, s + spec.sigma * e)?;
-        let b = objective(sim, spec, s - spec.sigma * e)?;
+        let a = objective(sim, spec, s + spec.sigma * e, None)?;
+        let b = objective(sim, spec, s - spec.sigma * e, None)?;
         ys.push((a - b) / (2.0 * spec.sigma));
     }
     let (smoothed, smoothed_se) = stein_slope(eps, &ys);

@@ -240,13 +240,48 @@ pub fn transition_jacobians_ext(
     b: &mut DMatrix<f64>,
     c_out: Option<&mut DVector<f64>>,
 ) -> TransitionInfo {
+    let step_info =
+        step(model, terrain, settings, ws, q, v, u, tau_ext, tw.q_next.as_mut_slice(), tw.v_next.as_mut_slice());
+    transition_jacobians_after_step(
+        model,
+        settings,
+        ws,
+        tw,
+        (q, v),
+        step_info,
+        loads,
+        direction,
+        sensitivity,
+        a,
+        b,
+        c_out,
+    )
+}
+
+/// The derivative part of [`transition_jacobians_ext`] for a step that was already taken:
+/// `ws` must hold the forward solution of the step from `(q, v)` (with the controls and
+/// `tau_ext` it was taken with), `step_info` its report and `tw.q_next`, `tw.v_next` its next
+/// state. Lets a caller that steps anyway (a DDP rollout) skip the second identical step.
+#[allow(clippy::too_many_arguments)]
+pub fn transition_jacobians_after_step(
+    model: &Model,
+    settings: &StepSettings,
+    ws: &mut StepWorkspace,
+    tw: &mut TransitionWorkspace,
+    (q, v): (&[f64], &[f64]),
+    step_info: StepInfo,
+    loads: &[PointForce],
+    direction: Option<&[f64]>,
+    sensitivity: Sensitivity,
+    a: &mut DMatrix<f64>,
+    b: &mut DMatrix<f64>,
+    c_out: Option<&mut DVector<f64>>,
+) -> TransitionInfo {
     let (nv, nu, h) = (model.nv, model.nu, settings.dt);
     assert_eq!(a.shape(), (2 * nv, 2 * nv), "transition_jacobians: a must be 2nv x 2nv");
     assert_eq!(b.shape(), (2 * nv, nu), "transition_jacobians: b must be 2nv x nu");
     assert!(direction.is_none_or(|e| e.len() == nv), "transition_jacobians: direction must have nv entries");
     assert!(c_out.as_ref().is_none_or(|c| c.len() == 2 * nv), "transition_jacobians: c must have 2nv entries");
-    let step_info =
-        step(model, terrain, settings, ws, q, v, u, tau_ext, tw.q_next.as_mut_slice(), tw.v_next.as_mut_slice());
     let mut info = TransitionInfo { status: TransitionStatus::Ok, step: step_info, backward: SolverInfo::not_run() };
     if !step_info.status.advanced() {
         info.status = TransitionStatus::StepFailed;

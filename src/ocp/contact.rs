@@ -1,6 +1,7 @@
 //! The contact simulator as an action model: `x = (q, v)`, `u` = actuator torques, one step of
 //! the hard-contact simulator per knot, with the transition Jacobians of a chosen contact
-//! sensitivity (DESIGN 3) as `f_x`, `f_u`. No contact schedule: which feet touch is whatever
+//! sensitivity (DESIGN 3) as `f_x`, `f_u` (at the point of the last `calc` the step is not taken
+//! twice: its forward solution is reused). No contact schedule: which feet touch is whatever
 //! the simulator decides along the trajectory (contact-implicit).
 //!
 //! # Cost (residual form, Gauss-Newton Hessian `J^T W J`)
@@ -17,11 +18,13 @@
 
 use super::action::{ActionData, ActionModel};
 use crate::contact::Terrain;
-use crate::diff::{transition_jacobians, Sensitivity, TransitionStatus, TransitionWorkspace};
+use crate::diff::{
+    transition_jacobians, transition_jacobians_after_step, Sensitivity, TransitionStatus, TransitionWorkspace,
+};
 use crate::model::configuration::free_flyer_placement;
 use crate::model::{difference, integrate, JointKind, Model};
-use crate::sim::StepSettings;
 use crate::sim::{step, StepWorkspace};
+use crate::sim::{StepInfo, StepSettings};
 use nalgebra::{DMatrix, DVector, Matrix3, Rotation3, Vector3};
 use std::sync::Arc;
 
@@ -59,8 +62,9 @@ struct Work {
     a: DMatrix<f64>,
     b: DMatrix<f64>,
     tau_ext: DVector<f64>,
-    q_next: DVector<f64>,
-    v_next: DVector<f64>,
+    /// The last `calc`'s `(x, u)` and step report: its forward solution is still in `ws` and
+    /// `tw.q_next`, `tw.v_next`, so `calc_diff` at the same point does not step again.
+    last: Option<(DVector<f64>, DVector<f64>, StepInfo)>,
 }
 
 impl ContactAction {
@@ -173,8 +177,7 @@ impl ActionModel for ContactAction {
             a: DMatrix::zeros(2 * m.nv, 2 * m.nv),
             b: DMatrix::zeros(2 * m.nv, m.nu),
             tau_ext: DVector::zeros(m.nv),
-            q_next: DVector::zeros(m.nq),
-            v_next: DVector::zeros(m.nv),
+            last: None,
         };
         ActionData::new(self.nx(), self.ndx(), self.nu(), Box::new(work))
     }
@@ -196,12 +199,20 @@ impl ActionModel for ContactAction {
             &x.as_slice()[nq..],
             u.as_slice(),
             work.tau_ext.as_slice(),
-            work.q_next.as_mut_slice(),
-            work.v_next.as_mut_slice(),
+            work.tw.q_next.as_mut_slice(),
+            work.tw.v_next.as_mut_slice(),
         );
         d.ok = info.status.advanced();
-        d.x_next.rows_mut(0, nq).copy_from(&work.q_next);
-        d.x_next.rows_mut(nq, nv).copy_from(&work.v_next);
+        d.x_next.rows_mut(0, nq).copy_from(&work.tw.q_next);
+        d.x_next.rows_mut(nq, nv).copy_from(&work.tw.v_next);
+        match &mut work.last {
+            Some((lx, lu, li)) => {
+                lx.copy_from(x);
+                lu.copy_from(u);
+                *li = info;
+            }
+            None => work.last = Some((x.clone(), u.clone(), info)),
+        }
         d.cost = self.state_cost(x, None) + 0.5 * self.cost.w_control * u.norm_squared();
     }
     fn calc_diff(&self, d: &mut ActionData, x: &DVector<f64>, u: &DVector<f64>) {
@@ -218,17 +229,38 @@ impl ActionModel for ContactAction {
             return;
         }
         let work = d.extra.downcast_mut::<Work>().expect("ContactAction data");
-        let info = transition_jacobians(
-            m,
-            &self.terrain,
-            &self.settings,
-            &mut work.ws,
-            &mut work.tw,
-            (&x.as_slice()[..nq], &x.as_slice()[nq..], u.as_slice(), work.tau_ext.as_slice()),
-            self.sensitivity,
-            &mut work.a,
-            &mut work.b,
-        );
+        let (q, v) = (&x.as_slice()[..nq], &x.as_slice()[nq..]);
+        let info = match work.last.take() {
+            Some((lx, lu, step_info)) if &lx == x && &lu == u => {
+                let info = transition_jacobians_after_step(
+                    m,
+                    &self.settings,
+                    &mut work.ws,
+                    &mut work.tw,
+                    (q, v),
+                    step_info,
+                    &[],
+                    None,
+                    self.sensitivity,
+                    &mut work.a,
+                    &mut work.b,
+                    None,
+                );
+                work.last = Some((lx, lu, step_info));
+                info
+            }
+            _ => transition_jacobians(
+                m,
+                &self.terrain,
+                &self.settings,
+                &mut work.ws,
+                &mut work.tw,
+                (q, v, u.as_slice(), work.tau_ext.as_slice()),
+                self.sensitivity,
+                &mut work.a,
+                &mut work.b,
+            ),
+        };
         d.ok = matches!(info.status, TransitionStatus::Ok | TransitionStatus::BackwardNotConverged);
         d.x_next.rows_mut(0, nq).copy_from(&work.tw.q_next);
         d.x_next.rows_mut(nq, nv).copy_from(&work.tw.v_next);
