@@ -9,7 +9,7 @@
 use crate::diff::sweep::{run_sweep, SweepResult, SweepSpec};
 use crate::diff::{Cost, PointCost, Sensitivity};
 use crate::io::write_atomic;
-use crate::scene::{resolve_param, Scene};
+use crate::scene::{resolve_param, GradcheckSpec, Scene};
 use crate::sim::Simulation;
 use anyhow::{bail, Context, Result};
 use nalgebra::Vector3;
@@ -42,9 +42,22 @@ pub fn build_spec(scene: &Scene, o: &Overrides) -> Result<(SweepSpec, Simulation
     let Some(g) = scene.file.gradcheck.clone() else {
         bail!("{}: the scene has no `gradcheck` section (it defines the objective of the sweep)", scene.path.display());
     };
-    let model = &*scene.model;
+    spec_from_state(&scene.file.name, &g, o, scene.simulation())
+        .with_context(|| format!("{}: gradcheck", scene.path.display()))
+}
+
+/// The sweep `g` (with `o` applied) from the state of `sim`: settles for `g.settle` without
+/// the pulls, then restarts the pulls' clock, so the sweep starts at `t = 0`. The app uses it
+/// to sweep from whatever state is on screen.
+pub fn spec_from_state(
+    name: &str,
+    g: &GradcheckSpec,
+    o: &Overrides,
+    mut sim: Simulation,
+) -> Result<(SweepSpec, Simulation)> {
+    let model = &*sim.model.clone();
     let param_name = o.param.clone().unwrap_or(g.param.clone());
-    let param = resolve_param(model, &scene.pulls, &param_name).map_err(anyhow::Error::msg)?;
+    let param = resolve_param(model, &sim.pulls, &param_name).map_err(anyhow::Error::msg)?;
     let (from, to) = (o.from.unwrap_or(g.from), o.to.unwrap_or(g.to));
     if !(from.is_finite() && to.is_finite() && to > from) {
         bail!("--from {from} --to {to}: need finite values with from < to");
@@ -91,7 +104,6 @@ pub fn build_spec(scene: &Scene, o: &Overrides) -> Result<(SweepSpec, Simulation
         .iter()
         .map(|w| model.contact_points.iter().position(|c| &c.name == w).with_context(|| format!("no contact `{w}`")))
         .collect::<Result<Vec<_>>>()?;
-    let mut sim = scene.simulation();
     sim.settings.solver.tolerance = sim.settings.solver.tolerance.min(SWEEP_TOLERANCE);
     sim.settings.solver.kappa_target = sim.settings.solver.kappa_target.min(sim.settings.solver.tolerance);
     sim.settings.solver.max_iterations = sim.settings.solver.max_iterations.max(100);
@@ -101,7 +113,7 @@ pub fn build_spec(scene: &Scene, o: &Overrides) -> Result<(SweepSpec, Simulation
     for k in 0..settle {
         let info = sim.step();
         if !info.status.advanced() {
-            bail!("{}: settling failed at step {k}: {:?}", scene.path.display(), info.status);
+            bail!("settling failed at step {k}: {:?}", info.status);
         }
     }
     // The pulls' schedule is relative to the sweep's start.
@@ -109,7 +121,7 @@ pub fn build_spec(scene: &Scene, o: &Overrides) -> Result<(SweepSpec, Simulation
     sim.t = 0.0;
     let steps = (horizon / sim.settings.dt).round().max(1.0) as usize;
     let spec = SweepSpec {
-        name: scene.file.name.clone(),
+        name: name.to_string(),
         param,
         param_name,
         from,

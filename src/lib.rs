@@ -4,6 +4,8 @@
 //! Data flows one way: scene file -> [`model::Model`] + state -> [`sim`] step -> results.
 //! The reference formulation is `../shared/docs/DESIGN.md`; each module's docs carry its math.
 
+#[cfg(feature = "viewer")]
+pub mod app;
 pub mod check_dynamics;
 pub mod contact;
 pub mod diff;

@@ -1,5 +1,5 @@
-//! The `contactlab` binary: the viewer (behind the `viewer` feature, in a later release) and
-//! headless subcommands.
+//! The `contactlab` binary: the desktop app (behind the default `viewer` feature; no
+//! subcommand opens it on the default scene) and headless subcommands.
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -73,6 +73,27 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Open the desktop app on a scene (the default without a subcommand is
+    /// scenes/quadruped_stand.ron). Needs the `viewer` feature (on by default).
+    View {
+        /// Scene file (RON).
+        scene: Option<PathBuf>,
+        /// Render `--frames` frames, save a screenshot of the window here and exit.
+        #[arg(long)]
+        screenshot: Option<PathBuf>,
+        /// Frames to render before the screenshot.
+        #[arg(long, default_value_t = 30)]
+        frames: u32,
+        /// Start a gradient-quality sweep from the initial state and show its plot (with
+        /// --screenshot: wait for it before the screenshot).
+        #[arg(long)]
+        sweep: bool,
+        /// Window size in logical pixels.
+        #[arg(long, default_value_t = 1280)]
+        width: u32,
+        #[arg(long, default_value_t = 800)]
+        height: u32,
+    },
     CheckDynamics {
         /// URDF file; the root link becomes a free-flyer.
         #[arg(long)]
@@ -87,16 +108,15 @@ enum Command {
 }
 
 fn main() -> Result<()> {
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).init();
     let cli = Cli::parse();
+    // The app installs Bevy's log subscriber; the headless commands use ours.
+    if !matches!(cli.command, None | Some(Command::View { .. })) {
+        tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).init();
+    }
     match cli.command {
-        None => {
-            eprintln!(
-                "contactlab: the desktop viewer is not part of this build yet.\n\
-                 Try: contactlab simulate scenes/quadruped_stand.ron --duration 2 --out run.csv\n\
-                 (contactlab --help lists every command)"
-            );
-            Ok(())
+        None => view(ViewArgs { scene: None, screenshot: None, frames: 30, sweep: false, width: 1280, height: 800 }),
+        Some(Command::View { scene, screenshot, frames, sweep, width, height }) => {
+            view(ViewArgs { scene, screenshot, frames, sweep, width, height })
         }
         Some(Command::Simulate { scene, duration, out }) => simulate(scene, duration, out),
         Some(Command::CheckDynamics { urdf, fixture, tolerance }) => check(urdf, fixture, tolerance),
@@ -140,6 +160,36 @@ fn main() -> Result<()> {
             Ok(())
         }
     }
+}
+
+struct ViewArgs {
+    scene: Option<PathBuf>,
+    screenshot: Option<PathBuf>,
+    frames: u32,
+    sweep: bool,
+    width: u32,
+    height: u32,
+}
+
+#[cfg(feature = "viewer")]
+fn view(a: ViewArgs) -> Result<()> {
+    contactlab::app::run(contactlab::app::ViewerOptions {
+        scene: a.scene,
+        screenshot: a.screenshot,
+        frames: a.frames,
+        sweep: a.sweep,
+        width: a.width,
+        height: a.height,
+    })
+}
+
+#[cfg(not(feature = "viewer"))]
+fn view(_: ViewArgs) -> Result<()> {
+    bail!(
+        "this build has no desktop app (built without the `viewer` feature).\n\
+         Headless: contactlab simulate scenes/quadruped_stand.ron --duration 2 --out run.csv\n\
+         (contactlab --help lists every command)"
+    )
 }
 
 fn simulate(path: PathBuf, duration: Option<f64>, out: Option<PathBuf>) -> Result<()> {

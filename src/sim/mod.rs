@@ -5,6 +5,7 @@ pub mod controller;
 pub mod pulls;
 pub mod record;
 pub mod simulation;
+pub mod snapshot;
 pub mod step;
 
 pub use controller::Controller;
