@@ -73,6 +73,30 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Contact-implicit trajectory optimization (DESIGN 5): DDP over the contact simulator
+    /// toward the scene's `cito` base-pose target, no contact schedule. Writes
+    /// DIR/trajectory.csv, iterations.csv, schedule.csv, summary.png and summary.json;
+    /// `--sensitivity all` runs all three from the same start into DIR/<sensitivity>/ and writes
+    /// DIR/comparison.md and DIR/comparison.json.
+    Cito {
+        /// Scene file with a `cito` section, e.g. scenes/cito_raise.ron.
+        scene: PathBuf,
+        /// exact, signorini, relaxed or all; defaults to the scene's.
+        #[arg(long)]
+        sensitivity: Option<String>,
+        /// DDP iteration limit; defaults to the scene's.
+        #[arg(long)]
+        iterations: Option<usize>,
+        /// Relaxation kappa (N s m/s) of the relaxed sensitivities.
+        #[arg(long)]
+        kappa: Option<f64>,
+        /// Normal shift delta (m/s) of the relaxed sensitivity.
+        #[arg(long)]
+        delta: Option<f64>,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+    },
     CheckDynamics {
         /// URDF file; the root link becomes a free-flyer.
         #[arg(long)]
@@ -100,6 +124,32 @@ fn main() -> Result<()> {
         }
         Some(Command::Simulate { scene, duration, out }) => simulate(scene, duration, out),
         Some(Command::CheckDynamics { urdf, fixture, tolerance }) => check(urdf, fixture, tolerance),
+        Some(Command::Cito { scene, sensitivity, iterations, kappa, delta, out }) => {
+            let sc = Scene::load(&scene)?;
+            let which = match sensitivity {
+                Some(s) => s,
+                None => sc.file.cito.as_ref().map(|c| c.sensitivity.clone()).unwrap_or_else(|| "relaxed".into()),
+            };
+            let list = contactlab::optimize::sensitivities(&sc, &which, kappa, delta)?;
+            let mut rows = Vec::new();
+            for s in &list {
+                let dir =
+                    if list.len() > 1 { out.join(contactlab::ocp::cito::sensitivity_name(s)) } else { out.clone() };
+                let r = contactlab::optimize::run_cito(&sc, *s, iterations, &dir)?;
+                rows.push(r.summary(&sc.file.name));
+            }
+            print!("{}", contactlab::optimize::comparison_table(&rows));
+            if list.len() > 1 {
+                contactlab::optimize::write_comparison(&sc, &rows, &out)?;
+                println!("wrote {}/comparison.md, comparison.json and one directory per sensitivity", out.display());
+            } else {
+                println!(
+                    "wrote {}/trajectory.csv, iterations.csv, schedule.csv, summary.png, summary.json",
+                    out.display()
+                );
+            }
+            Ok(())
+        }
         Some(Command::Gradcheck {
             scene,
             param,

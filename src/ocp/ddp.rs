@@ -206,6 +206,17 @@ impl Ddp {
     /// Solves from the initial guess `us` (or the current controls if `None`; states are
     /// rolled out from `x0`). `cancel` is polled between passes.
     pub fn solve(&mut self, us: Option<&[DVector<f64>]>, cancel: Option<&AtomicBool>) -> Info {
+        self.solve_observed(us, cancel, &mut |_| {})
+    }
+
+    /// [`Ddp::solve`] that hands every accepted iteration's report to `observe` as it happens
+    /// (progress output, or a channel to a caller on another thread).
+    pub fn solve_observed(
+        &mut self,
+        us: Option<&[DVector<f64>]>,
+        cancel: Option<&AtomicBool>,
+        observe: &mut dyn FnMut(&IterationInfo),
+    ) -> Info {
         let mut info = Info { status: Status::MaxIterations, iterations: 0, cost: f64::NAN, history: vec![] };
         if self.settings.validate().is_err() {
             info.status = Status::InvalidInput;
@@ -291,7 +302,7 @@ impl Ddp {
                     std::mem::swap(&mut self.terminal_data, &mut self.try_terminal);
                     info.cost = cost;
                     info.iterations = it + 1;
-                    info.history.push(IterationInfo {
+                    let report = IterationInfo {
                         iteration: it + 1,
                         cost,
                         expected,
@@ -299,7 +310,9 @@ impl Ddp {
                         mu: self.mu,
                         alpha,
                         time: started.elapsed().as_secs_f64(),
-                    });
+                    };
+                    observe(&report);
+                    info.history.push(report);
                     if alpha == 1.0 {
                         self.mu = (self.mu / self.settings.mu_factor).max(self.settings.mu_min);
                     }

@@ -11,3 +11,4 @@ pub use ddp::{Ddp, Info, IterationInfo, Settings, ShootingProblem, Status};
 pub mod contact;
 
 pub use contact::{ContactAction, PoseCost};
+pub mod cito;
