@@ -150,3 +150,45 @@ pub fn write_comparison(scene: &Scene, rows: &[CitoSummary], dir: &Path) -> Resu
     write_atomic(&dir.join("comparison.json"), serde_json::to_string_pretty(rows)?.as_bytes())?;
     Ok(())
 }
+
+/// Runs the scene's MPC in closed loop and writes `summary.json`, `cycles.csv` (per replan:
+/// time, status, iterations, cost, solve time, base error) and `trace.csv` (per simulator step:
+/// time, base position, base error) into `dir`.
+pub fn run_mpc(
+    scene: &Scene,
+    duration: Option<f64>,
+    iterations: Option<usize>,
+    sensitivity: Option<crate::diff::Sensitivity>,
+    dir: Option<&Path>,
+) -> Result<crate::ocp::mpc::MpcReport> {
+    let mut last_print = -1.0;
+    let r = crate::ocp::mpc::run_closed_loop(scene, duration, iterations, sensitivity, None, &mut |c| {
+        if c.t - last_print >= 0.25 - 1e-9 {
+            last_print = c.t;
+            eprintln!(
+                "  t {:5.2} s  base error {:6.1} mm  solve {:5.2} ms  {:?}",
+                c.t,
+                1e3 * c.base_error_m,
+                c.solve_ms,
+                c.status
+            );
+        }
+    })
+    .map_err(anyhow::Error::msg)?;
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+        let mut cy = String::from("t,status,iterations,cost,solve_ms,base_error_m\n");
+        for c in &r.cycles {
+            let _ =
+                writeln!(cy, "{},{:?},{},{},{},{}", c.t, c.status, c.iterations, c.cost, c.solve_ms, c.base_error_m);
+        }
+        write_atomic(&dir.join("cycles.csv"), cy.as_bytes())?;
+        let mut tr = String::from("t,base_x,base_y,base_z,base_error_m\n");
+        for (t, p, e) in &r.trace {
+            let _ = writeln!(tr, "{t},{},{},{},{e}", p[0], p[1], p[2]);
+        }
+        write_atomic(&dir.join("trace.csv"), tr.as_bytes())?;
+        write_atomic(&dir.join("summary.json"), serde_json::to_string_pretty(&r.summary)?.as_bytes())?;
+    }
+    Ok(r)
+}

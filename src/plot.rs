@@ -225,7 +225,10 @@ pub fn cito_png(
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.0..(costs.len().max(1) as f64 + 1.0), (cmin..cmax).log_scale())?;
+        .build_cartesian_2d(
+            0.0..(r.info.history.last().map(|h| h.iteration).unwrap_or(1) as f64 + 1.0),
+            (cmin..cmax).log_scale(),
+        )?;
     cc.configure_mesh().x_desc("iteration").y_desc("cost").label_style(("sans-serif", 15)).draw()?;
     cc.draw_series(LineSeries::new(costs.iter().copied(), RGBColor(31, 119, 180).stroke_width(2)))?;
 

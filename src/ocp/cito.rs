@@ -21,7 +21,8 @@
 //! - `max_cone_violation`: `max(0, ||l_t|| - mu l_n)` over all contacts and knots (N s);
 //! - the contact schedule: a foot is *in contact* at a knot when its gap is at most
 //!   [`CONTACT_GAP`] and its normal impulse is at least [`CONTACT_IMPULSE`];
-//! - `feet_repositioned`: the feet that are in contact at the first knot, are out of contact for
+//! - `feet_repositioned`: the feet that start on the ground (gap at most [`CONTACT_GAP`] at the
+//!   first knot), are out of contact for
 //!   at least [`SWING_KNOTS`] consecutive knots, and end (final knot) more than
 //!   [`REPOSITION_DISTANCE`] from where they started, measured horizontally. A foot that slides
 //!   3 cm without lifting is not repositioned.
@@ -326,7 +327,7 @@ pub fn repositioned(knots: &[Knot]) -> Vec<usize> {
             }
             let (a, b) = (first.feet[f], last.feet[f]);
             let moved = ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)).sqrt();
-            first.contact[f] && longest >= SWING_KNOTS && moved > REPOSITION_DISTANCE
+            first.gap[f] <= CONTACT_GAP && longest >= SWING_KNOTS && moved > REPOSITION_DISTANCE
         })
         .collect()
 }

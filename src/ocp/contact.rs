@@ -2,7 +2,10 @@
 //! the hard-contact simulator per knot, with the transition Jacobians of a chosen contact
 //! sensitivity (DESIGN 3) as `f_x`, `f_u` (at the point of the last `calc` the step is not taken
 //! twice: its forward solution is reused). No contact schedule: which feet touch is whatever
-//! the simulator decides along the trajectory (contact-implicit).
+//! the simulator decides along the trajectory (contact-implicit). A knot whose chosen
+//! sensitivity fails on a step that did advance (`SingularContactSystem`, `BackwardFailed`)
+//! takes its `f_x`, `f_u` from the other family instead (exact <-> relaxed with kappa 1e-4,
+//! delta 1e-3), so one degenerate knot does not stop the solver.
 //!
 //! # Cost (residual form, Gauss-Newton Hessian `J^T W J`)
 //!
@@ -262,6 +265,27 @@ impl ActionModel for ContactAction {
             ),
         };
         d.ok = matches!(info.status, TransitionStatus::Ok | TransitionStatus::BackwardNotConverged);
+        if matches!(info.status, TransitionStatus::SingularContactSystem | TransitionStatus::BackwardFailed) {
+            // The step advanced but this sensitivity's linear system failed (an exact sliding
+            // system at a vanishing slip, a relaxed Newton solve that broke down): fall back
+            // to the other family for this knot rather than stopping the solver.
+            let fallback = match self.sensitivity {
+                Sensitivity::Exact => Sensitivity::Relaxed { kappa: 1e-4, delta: 1e-3 },
+                _ => Sensitivity::Exact,
+            };
+            let retry = transition_jacobians(
+                m,
+                &self.terrain,
+                &self.settings,
+                &mut work.ws,
+                &mut work.tw,
+                (q, v, u.as_slice(), work.tau_ext.as_slice()),
+                fallback,
+                &mut work.a,
+                &mut work.b,
+            );
+            d.ok = matches!(retry.status, TransitionStatus::Ok | TransitionStatus::BackwardNotConverged);
+        }
         d.x_next.rows_mut(0, nq).copy_from(&work.tw.q_next);
         d.x_next.rows_mut(nq, nv).copy_from(&work.tw.v_next);
         d.fx.copy_from(&work.a);

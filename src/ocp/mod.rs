@@ -12,3 +12,4 @@ pub mod contact;
 
 pub use contact::{ContactAction, PoseCost};
 pub mod cito;
+pub mod mpc;
