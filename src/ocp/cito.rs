@@ -7,8 +7,8 @@
 //! `T = horizon / knot_dt` running knots, each one simulator step of `knot_dt` with the
 //! actuator torques as controls (no PD: the controls are the torques), and a terminal knot.
 //! Every knot pays the [`PoseCost`] toward the target (base position, orientation through the
-//! SO(3) log, posture toward the start, joint and base velocities, effort), the terminal knot
-//! `terminal` times the state part. The initial guess holds the start: the torques of the
+//! SO(3) log, posture toward the start, joint and base velocities, effort, and the optional
+//! foot clearance), the terminal knot `terminal` times the state part. The initial guess holds the start: the torques of the
 //! scene's PD controller at the settled state, at every knot.
 //!
 //! # Report ([`CitoReport`])
@@ -27,7 +27,7 @@
 //!   [`REPOSITION_DISTANCE`] from where they started, measured horizontally. A foot that slides
 //!   3 cm without lifting is not repositioned.
 
-use super::contact::{ContactAction, PoseCost};
+use super::contact::{ContactAction, FootClearance, PoseCost};
 use super::ddp::{Ddp, Info, IterationInfo, Settings, ShootingProblem};
 use super::ActionModel;
 use crate::contact::Terrain;
@@ -87,6 +87,13 @@ pub struct CitoProblem {
     pub knots: usize,
     pub sensitivity: Sensitivity,
     pub ddp: Settings,
+    /// Optional foot clearance term on every knot.
+    pub clearance: Option<FootClearance>,
+}
+
+/// The clearance term of `weights` (`None` at zero weight).
+pub fn clearance(w: &CitoWeights) -> Option<FootClearance> {
+    (w.foot_clearance > 0.0).then_some(FootClearance { weight: w.foot_clearance, scale: w.clearance_scale })
 }
 
 /// The cost of a base-pose target with `weights`, posture toward `q_start`.
@@ -157,20 +164,23 @@ impl CitoProblem {
             knots: (spec.horizon / spec.knot_dt).round().max(1.0) as usize,
             sensitivity,
             ddp: Settings { max_iterations: iterations.unwrap_or(spec.iterations), ..Default::default() },
+            clearance: clearance(&spec.weights),
         })
     }
 
     /// The shooting problem: `knots` copies of one running model and the terminal model.
     pub fn shooting(&self) -> ShootingProblem {
         let action = |terminal| {
-            ContactAction::new(
+            let mut a = ContactAction::new(
                 self.model.clone(),
                 self.terrain.clone(),
                 self.settings,
                 self.sensitivity,
                 self.cost.clone(),
                 terminal,
-            )
+            );
+            a.clearance = self.clearance;
+            a
         };
         let running: Arc<dyn ActionModel> = Arc::new(action(None));
         ShootingProblem {

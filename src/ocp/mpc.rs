@@ -177,6 +177,7 @@ pub fn horizon_problem(
         knots: (spec.horizon / spec.knot_dt).round().max(1.0) as usize,
         sensitivity,
         ddp: Settings { max_iterations: spec.iterations, ..Default::default() },
+        clearance: super::cito::clearance(&spec.weights),
     }
 }
 

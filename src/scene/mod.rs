@@ -274,6 +274,11 @@ pub struct CitoWeights {
     /// Terminal knot: state cost times this [200].
     #[serde(deserialize_with = "check::non_negative")]
     pub terminal: f64,
+    /// Foot clearance weight [0: off] and fade height (m) [0.02] (`ocp::FootClearance`).
+    #[serde(deserialize_with = "check::non_negative")]
+    pub foot_clearance: f64,
+    #[serde(deserialize_with = "check::positive")]
+    pub clearance_scale: f64,
 }
 
 impl Default for CitoWeights {
@@ -286,6 +291,8 @@ impl Default for CitoWeights {
             base_velocity: 1.0,
             control: 1e-3,
             terminal: 200.0,
+            foot_clearance: 0.0,
+            clearance_scale: 0.02,
         }
     }
 }
