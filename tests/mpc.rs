@@ -25,4 +25,7 @@ fn mpc_rejects_the_shipped_pull_and_recovers() {
     assert!(m.max_base_error_m > 0.02, "{m:?}");
     assert!(m.final_base_error_m < 0.02);
     assert!(r.cycles.iter().all(|c| c.status != Status::NonFinite), "a replan failed");
+    // The last plan is there for a viewer: one knot per horizon knot plus the final one, four feet.
+    assert_eq!(r.last_plan.len(), m.horizon_knots + 1);
+    assert!(r.last_plan.iter().all(|k| k.feet.len() == 4 && k.base.iter().all(|x| x.is_finite())));
 }

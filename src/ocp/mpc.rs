@@ -49,6 +49,8 @@ pub struct Mpc {
     pub period: f64,
     /// The fallback guess (nu).
     pub u_hold: DVector<f64>,
+    /// The horizon problem (for reports of the plan).
+    problem: CitoProblem,
 }
 
 impl Mpc {
@@ -59,7 +61,13 @@ impl Mpc {
         let guess = vec![problem.u_guess.clone(); problem.knots];
         ddp.solve(Some(&guess), None);
         ddp.settings.max_iterations = iterations.max(1);
-        Mpc { ddp, iterations: iterations.max(1), period: problem.settings.dt, u_hold: problem.u_guess.clone() }
+        Mpc {
+            ddp,
+            iterations: iterations.max(1),
+            period: problem.settings.dt,
+            u_hold: problem.u_guess.clone(),
+            problem: problem.clone(),
+        }
     }
 
     /// Shifts the previous solution one knot (the last control repeated) and replans from `x`.
@@ -115,6 +123,15 @@ impl Mpc {
     pub fn planned_states(&self) -> &[DVector<f64>] {
         &self.ddp.xs
     }
+
+    /// The current plan replayed from its start through the knot step: base pose, foot
+    /// positions, gaps, impulses and contact flags per knot (as [`super::cito::evaluate`]).
+    pub fn planned_knots(&self) -> Vec<super::cito::Knot> {
+        let mut p = self.problem.clone();
+        p.x0.copy_from(&self.ddp.problem.x0);
+        let info = super::Info { status: Status::MaxIterations, iterations: 0, cost: self.ddp.cost(), history: vec![] };
+        super::cito::evaluate(&p, &self.ddp.xs, &self.ddp.us, info, 0.0).knots
+    }
 }
 
 /// A closed-loop run's results.
@@ -123,6 +140,8 @@ pub struct MpcReport {
     pub cycles: Vec<CycleInfo>,
     /// Per simulator step: time (s, from the MPC's start), base position (m), base error (m).
     pub trace: Vec<(f64, [f64; 3], f64)>,
+    /// The last plan, replayed (base poses and foot positions per knot).
+    pub last_plan: Vec<super::cito::Knot>,
     pub summary: MpcSummary,
 }
 
@@ -285,5 +304,5 @@ pub fn run_closed_loop(
         stepped,
         cancelled,
     };
-    Ok(MpcReport { cycles, trace, summary })
+    Ok(MpcReport { cycles, trace, last_plan: mpc.planned_knots(), summary })
 }
