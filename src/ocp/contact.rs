@@ -4,8 +4,9 @@
 //! twice: its forward solution is reused). No contact schedule: which feet touch is whatever
 //! the simulator decides along the trajectory (contact-implicit). A knot whose chosen
 //! sensitivity fails on a step that did advance (`SingularContactSystem`, `BackwardFailed`)
-//! takes its `f_x`, `f_u` from the other family instead (exact <-> relaxed with kappa 1e-4,
-//! delta 1e-3), so one degenerate knot does not stop the solver.
+//! (or that returns non-finite Jacobians) takes its `f_x`, `f_u` from the other family instead
+//! (exact <-> relaxed with kappa 1e-4, delta 1e-3), then from the relaxed one with kappa and
+//! delta 1e-2, so one degenerate knot does not stop the solver.
 //!
 //! # Cost (residual form, Gauss-Newton Hessian `J^T W J`)
 //!
@@ -333,26 +334,39 @@ impl ActionModel for ContactAction {
             ),
         };
         d.ok = matches!(info.status, TransitionStatus::Ok | TransitionStatus::BackwardNotConverged);
-        if matches!(info.status, TransitionStatus::SingularContactSystem | TransitionStatus::BackwardFailed) {
+        let finite = |w: &Work| w.a.iter().chain(w.b.iter()).fold(0.0, |s, &x| s + x * 0.0) == 0.0;
+        let failed = |st: TransitionStatus, w: &Work| match st {
+            TransitionStatus::SingularContactSystem | TransitionStatus::BackwardFailed => true,
+            TransitionStatus::Ok | TransitionStatus::BackwardNotConverged => !finite(w),
+            TransitionStatus::StepFailed => false,
+        };
+        if failed(info.status, work) {
             // The step advanced but this sensitivity's linear system failed (an exact sliding
             // system at a vanishing slip, a relaxed Newton solve that broke down): fall back
-            // to the other family for this knot rather than stopping the solver.
-            let fallback = match self.sensitivity {
+            // to the other family, then to a strongly relaxed one, for this knot rather than
+            // stopping the solver.
+            let other = match self.sensitivity {
                 Sensitivity::Exact => Sensitivity::Relaxed { kappa: 1e-4, delta: 1e-3 },
                 _ => Sensitivity::Exact,
             };
-            let retry = transition_jacobians(
-                m,
-                &self.terrain,
-                &self.settings,
-                &mut work.ws,
-                &mut work.tw,
-                (q, v, u.as_slice(), work.tau_ext.as_slice()),
-                fallback,
-                &mut work.a,
-                &mut work.b,
-            );
-            d.ok = matches!(retry.status, TransitionStatus::Ok | TransitionStatus::BackwardNotConverged);
+            d.ok = false;
+            for fallback in [other, Sensitivity::Relaxed { kappa: 1e-2, delta: 1e-2 }] {
+                let retry = transition_jacobians(
+                    m,
+                    &self.terrain,
+                    &self.settings,
+                    &mut work.ws,
+                    &mut work.tw,
+                    (q, v, u.as_slice(), work.tau_ext.as_slice()),
+                    fallback,
+                    &mut work.a,
+                    &mut work.b,
+                );
+                if !failed(retry.status, work) && retry.status != TransitionStatus::StepFailed {
+                    d.ok = true;
+                    break;
+                }
+            }
         }
         d.x_next.rows_mut(0, nq).copy_from(&work.tw.q_next);
         d.x_next.rows_mut(nq, nv).copy_from(&work.tw.v_next);
