@@ -23,9 +23,10 @@
 //!   [`CONTACT_GAP`] and its normal impulse is at least [`CONTACT_IMPULSE`];
 //! - `feet_repositioned`: the feet that start on the ground (gap at most [`CONTACT_GAP`] at the
 //!   first knot), are out of contact for
-//!   at least [`SWING_KNOTS`] consecutive knots, and end (final knot) more than
-//!   [`REPOSITION_DISTANCE`] from where they started, measured horizontally. A foot that slides
-//!   3 cm without lifting is not repositioned.
+//!   at least [`SWING_KNOTS`] consecutive knots, and have landed at the final knot (gap at most
+//!   [`CONTACT_GAP`]) more than [`REPOSITION_DISTANCE`] from where they started, measured
+//!   horizontally. A foot that slides 3 cm without lifting is not repositioned, nor is one still
+//!   in the air when the horizon ends.
 
 use super::contact::{ContactAction, FootClearance, PoseCost};
 use super::ddp::{Ddp, Info, IterationInfo, Settings, ShootingProblem};
@@ -337,7 +338,8 @@ pub fn repositioned(knots: &[Knot]) -> Vec<usize> {
             }
             let (a, b) = (first.feet[f], last.feet[f]);
             let moved = ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)).sqrt();
-            first.gap[f] <= CONTACT_GAP && longest >= SWING_KNOTS && moved > REPOSITION_DISTANCE
+            let landed = last.gap[f] <= CONTACT_GAP;
+            first.gap[f] <= CONTACT_GAP && longest >= SWING_KNOTS && landed && moved > REPOSITION_DISTANCE
         })
         .collect()
 }
