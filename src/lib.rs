@@ -15,6 +15,7 @@ pub mod io;
 pub mod linalg;
 pub mod model;
 pub mod ocp;
+pub mod optimize;
 pub mod plot;
 pub mod scene;
 pub mod sim;

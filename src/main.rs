@@ -94,6 +94,50 @@ enum Command {
         #[arg(long, default_value_t = 800)]
         height: u32,
     },
+    /// Contact-implicit trajectory optimization (DESIGN 5): DDP over the contact simulator
+    /// toward the scene's `cito` base-pose target, no contact schedule. Writes
+    /// DIR/trajectory.csv, iterations.csv, schedule.csv, summary.png and summary.json;
+    /// `--sensitivity all` runs all three from the same start into DIR/<sensitivity>/ and writes
+    /// DIR/comparison.md and DIR/comparison.json.
+    Cito {
+        /// Scene file with a `cito` section, e.g. scenes/cito_raise.ron.
+        scene: PathBuf,
+        /// exact, signorini, relaxed or all; defaults to the scene's.
+        #[arg(long)]
+        sensitivity: Option<String>,
+        /// DDP iteration limit; defaults to the scene's.
+        #[arg(long)]
+        iterations: Option<usize>,
+        /// Relaxation kappa (N s m/s) of the relaxed sensitivities.
+        #[arg(long)]
+        kappa: Option<f64>,
+        /// Normal shift delta (m/s) of the relaxed sensitivity.
+        #[arg(long)]
+        delta: Option<f64>,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Contact-implicit MPC in closed loop (DESIGN 5): replans the scene's `mpc` horizon every
+    /// knot from the measured state while the simulator runs with the scene's pulls; reports
+    /// tracking error, solve times and whether the base recovered. `--out DIR` writes
+    /// DIR/summary.json, cycles.csv and trace.csv.
+    Mpc {
+        /// Scene file with an `mpc` section, e.g. scenes/mpc_pull.ron.
+        scene: PathBuf,
+        /// Closed-loop time (s); defaults to the scene's.
+        #[arg(long)]
+        duration: Option<f64>,
+        /// DDP iterations per control period; defaults to the scene's.
+        #[arg(long)]
+        iterations: Option<usize>,
+        /// exact, signorini or relaxed; defaults to the scene's.
+        #[arg(long)]
+        sensitivity: Option<String>,
+        /// Output directory.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     CheckDynamics {
         /// URDF file; the root link becomes a free-flyer.
         #[arg(long)]
@@ -120,6 +164,71 @@ fn main() -> Result<()> {
         }
         Some(Command::Simulate { scene, duration, out }) => simulate(scene, duration, out),
         Some(Command::CheckDynamics { urdf, fixture, tolerance }) => check(urdf, fixture, tolerance),
+        Some(Command::Cito { scene, sensitivity, iterations, kappa, delta, out }) => {
+            let sc = Scene::load(&scene)?;
+            let which = match sensitivity {
+                Some(s) => s,
+                None => sc.file.cito.as_ref().map(|c| c.sensitivity.clone()).unwrap_or_else(|| "relaxed".into()),
+            };
+            let list = contactlab::optimize::sensitivities(&sc, &which, kappa, delta)?;
+            let mut rows = Vec::new();
+            for s in &list {
+                let dir =
+                    if list.len() > 1 { out.join(contactlab::ocp::cito::sensitivity_name(s)) } else { out.clone() };
+                let r = contactlab::optimize::run_cito(&sc, *s, iterations, &dir)?;
+                rows.push(r.summary(&sc.file.name));
+            }
+            print!("{}", contactlab::optimize::comparison_table(&rows));
+            if list.len() > 1 {
+                contactlab::optimize::write_comparison(&sc, &rows, &out)?;
+                println!("wrote {}/comparison.md, comparison.json and one directory per sensitivity", out.display());
+            } else {
+                println!(
+                    "wrote {}/trajectory.csv, iterations.csv, schedule.csv, summary.png, summary.json",
+                    out.display()
+                );
+            }
+            Ok(())
+        }
+        Some(Command::Mpc { scene, duration, iterations, sensitivity, out }) => {
+            let sc = Scene::load(&scene)?;
+            let Some(spec) = sc.file.mpc.clone() else {
+                bail!("{}: the scene has no `mpc` section", scene.display());
+            };
+            if let Some(d) = duration {
+                if !(d.is_finite() && d > 0.0) {
+                    bail!("--duration must be a positive number of seconds, got {d}");
+                }
+            }
+            let sens = match sensitivity {
+                Some(s) => Some(
+                    contactlab::ocp::cito::parse_sensitivity(&s, spec.kappa, spec.delta).map_err(anyhow::Error::msg)?,
+                ),
+                None => None,
+            };
+            let r = contactlab::optimize::run_mpc(&sc, duration, iterations, sens, out.as_deref())?;
+            let s = &r.summary;
+            println!(
+                "{}: {} cycles of {} knots, {} iteration(s) each, sensitivity {}",
+                s.scene, s.cycles, s.horizon_knots, s.iterations_per_cycle, s.sensitivity
+            );
+            println!(
+                "base error: max {:.1} mm, final {:.1} mm; recovered: {}{}; a foot lifted: {}",
+                1e3 * s.max_base_error_m,
+                1e3 * s.final_base_error_m,
+                s.recovered,
+                s.recovery_time_s.map(|t| format!(" ({t:.2} s after the pull)")).unwrap_or_default(),
+                s.stepped
+            );
+            println!(
+                "solve: median {:.2} ms, p95 {:.2} ms, max {:.2} ms; {:.2}x real time",
+                s.solve_ms_median, s.solve_ms_p95, s.solve_ms_max, s.realtime_factor
+            );
+            if let Some(o) = &out {
+                println!("wrote {}/summary.json, cycles.csv, trace.csv", o.display());
+            }
+            Ok(())
+        }
         Some(Command::Gradcheck {
             scene,
             param,

@@ -97,3 +97,73 @@ fn check_dynamics_passes_on_the_fixtures_and_fails_beyond_tolerance() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("go1_set_a.json"));
 }
+
+fn json_keys(path: &Path, keys: &[&str]) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for k in keys {
+        assert!(v.get(k).is_some(), "{}: no key {k}: {text}", path.display());
+    }
+    v
+}
+
+#[test]
+fn cito_writes_its_files_and_a_summary_with_the_listed_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = contactlab()
+        .args(["cito", "scenes/cito_raise.ron", "--sensitivity", "exact", "--iterations", "3", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["trajectory.csv", "iterations.csv", "schedule.csv", "summary.png", "summary.json"] {
+        assert!(dir.path().join(f).exists(), "missing {f}");
+    }
+    let keys = [
+        "status",
+        "final_cost",
+        "iterations",
+        "pose_error_m",
+        "pose_error_deg",
+        "max_penetration_m",
+        "max_cone_violation",
+        "feet_repositioned",
+    ];
+    let v = json_keys(&dir.path().join("summary.json"), &keys);
+    assert!(v["feet_repositioned"].is_array() && v["iterations"].as_u64().unwrap() <= 3);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 5, "temporary files left behind");
+    // The comparison: all three sensitivities from the same start, one table.
+    let o = contactlab()
+        .args(["cito", "scenes/cito_raise.ron", "--sensitivity", "all", "--iterations", "1", "--out"])
+        .arg(dir.path().join("all"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(dir.path().join("all/comparison.md")).unwrap();
+    for s in ["exact", "signorini", "relaxed", "final cost", "max penetration", "feet repositioned"] {
+        assert!(md.contains(s), "comparison.md lacks {s}: {md}");
+    }
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("all/comparison.json")).unwrap()).unwrap();
+    assert_eq!(rows.len(), 3);
+    assert!(dir.path().join("all/relaxed/summary.json").exists());
+}
+
+#[test]
+fn mpc_writes_a_summary_with_the_listed_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = contactlab()
+        .args(["mpc", "scenes/mpc_pull.ron", "--duration", "0.1", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let keys =
+        ["recovered", "max_base_error_m", "final_base_error_m", "solve_ms_median", "solve_ms_p95", "realtime_factor"];
+    let v = json_keys(&dir.path().join("summary.json"), &keys);
+    // 0.1 s ends before the pull: not a recovery.
+    assert_eq!(v["recovered"], serde_json::Value::Bool(false));
+    assert!(dir.path().join("cycles.csv").exists() && dir.path().join("trace.csv").exists());
+    let o = contactlab().args(["mpc", "scenes/cito_raise.ron"]).output().unwrap();
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("no `mpc` section"));
+}

@@ -3,7 +3,7 @@
 //! contact schedule (the feet stay down because that is what lowers the cost).
 
 use contactlab::diff::Sensitivity;
-use contactlab::ocp::{ActionModel, ContactAction, Ddp, PoseCost, Settings, ShootingProblem, Status};
+use contactlab::ocp::{ActionModel, ContactAction, Ddp, FootClearance, PoseCost, Settings, ShootingProblem, Status};
 use contactlab::scene::Scene;
 use contactlab::sim::Simulation;
 use nalgebra::{DVector, Rotation3, Vector3};
@@ -43,11 +43,15 @@ fn cost_derivatives_match_finite_differences() {
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let mut c = cost(&sim, 0.03);
     c.base_rotation = *Rotation3::from_euler_angles(0.4, -0.3, 1.2).matrix();
-    for terminal in [None, Some(10.0)] {
-        let action =
+    let clearance = Some(FootClearance { weight: 5.0, scale: 0.02 });
+    for (terminal, clearance) in [(None, None), (Some(10.0), None), (None, clearance), (Some(10.0), clearance)] {
+        let mut action =
             ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, Sensitivity::Exact, c.clone(), terminal);
+        action.clearance = clearance;
         let mut x = DVector::zeros(nq + nv);
         x.rows_mut(0, nq).copy_from(&sim.q);
+        // Lifted a little so that the clearance term's exponential is not at its ground value.
+        x[2] += 0.01;
         x.rows_mut(nq, nv).copy_from(&DVector::from_fn(nv, |_, _| rng.random_range(-0.5..0.5)));
         let u = if terminal.is_some() {
             DVector::zeros(0)
@@ -71,7 +75,7 @@ fn cost_derivatives_match_finite_differences() {
             };
             let fd = (f(eps) - f(-eps)) / (2.0 * eps);
             let an = lx.dot(&dir);
-            eprintln!("terminal {terminal:?}: directional derivative {an:.8e} vs fd {fd:.8e} (cost {base:.3e})");
+            eprintln!("terminal {terminal:?} clearance {clearance:?}: directional derivative {an:.8e} vs fd {fd:.8e} (cost {base:.3e})");
             assert!((an - fd).abs() <= 1e-6 * fd.abs().max(1.0));
         }
     }

@@ -2,7 +2,11 @@
 //! the hard-contact simulator per knot, with the transition Jacobians of a chosen contact
 //! sensitivity (DESIGN 3) as `f_x`, `f_u` (at the point of the last `calc` the step is not taken
 //! twice: its forward solution is reused). No contact schedule: which feet touch is whatever
-//! the simulator decides along the trajectory (contact-implicit).
+//! the simulator decides along the trajectory (contact-implicit). A knot whose chosen
+//! sensitivity fails on a step that did advance (`SingularContactSystem`, `BackwardFailed`)
+//! (or that returns non-finite Jacobians) takes its `f_x`, `f_u` from the other family instead
+//! (exact <-> relaxed with kappa 1e-4, delta 1e-3), then from the relaxed one with kappa and
+//! delta 1e-2, so one degenerate knot does not stop the solver.
 //!
 //! # Cost (residual form, Gauss-Newton Hessian `J^T W J`)
 //!
@@ -43,6 +47,15 @@ pub struct PoseCost {
     pub w_control: f64,
 }
 
+/// The optional foot-clearance term (module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FootClearance {
+    /// `w_c` (s^2/m^2 units of cost).
+    pub weight: f64,
+    /// `s`: the height over which the penalty fades (m).
+    pub scale: f64,
+}
+
 /// One knot: a simulator step and the pose cost.
 pub struct ContactAction {
     pub model: Arc<Model>,
@@ -52,6 +65,8 @@ pub struct ContactAction {
     pub cost: PoseCost,
     /// A terminal knot: no step, state cost times this weight.
     pub terminal: Option<f64>,
+    /// Foot clearance term; `None` (the default of [`ContactAction::new`]) leaves it out.
+    pub clearance: Option<FootClearance>,
     lower: DVector<f64>,
     upper: DVector<f64>,
 }
@@ -62,6 +77,11 @@ struct Work {
     a: DMatrix<f64>,
     b: DMatrix<f64>,
     tau_ext: DVector<f64>,
+    /// Kinematics workspace and the 3 x nv point Jacobian and velocity derivative of the
+    /// foot clearance term.
+    data: crate::model::Data,
+    jac: DMatrix<f64>,
+    dvdq: DMatrix<f64>,
     /// The last `calc`'s `(x, u)` and step report: its forward solution is still in `ws` and
     /// `tw.q_next`, `tw.v_next`, so `calc_diff` at the same point does not step again.
     last: Option<(DVector<f64>, DVector<f64>, StepInfo)>,
@@ -78,7 +98,55 @@ impl ContactAction {
     ) -> Self {
         let lower = DVector::from_iterator(model.nu, model.effort_limits.iter().map(|l| -l));
         let upper = DVector::from_iterator(model.nu, model.effort_limits.iter().copied());
-        Self { model, terrain, settings, sensitivity, cost, terminal, lower, upper }
+        Self { model, terrain, settings, sensitivity, cost, terminal, clearance: None, lower, upper }
+    }
+
+    /// The foot clearance cost at `x` (module docs), added to `grad` / `hess` if given. Uses
+    /// `work`'s own kinematics buffers.
+    fn clearance_cost(
+        &self,
+        work: &mut Work,
+        x: &DVector<f64>,
+        grad: Option<(&mut DVector<f64>, &mut DMatrix<f64>)>,
+    ) -> f64 {
+        let Some(c) = self.clearance else { return 0.0 };
+        let m = &*self.model;
+        let (nq, nv) = (m.nq, m.nv);
+        let (q, v) = (&x.as_slice()[..nq], &x.as_slice()[nq..]);
+        crate::dynamics::forward_kinematics(m, &mut work.data, q, None);
+        let mut f = 0.0;
+        let mut gh = grad;
+        for cp in m.contact_points.iter().filter(|cp| cp.name.ends_with("foot")) {
+            let centre = work.data.o_m_i[cp.body].act_point(&cp.position);
+            crate::dynamics::point_jacobian(m, &work.data.o_m_i, cp.body, &centre, &mut work.jac);
+            let vel = &work.jac * x.rows(nq, nv);
+            let z = centre.z - cp.radius;
+            let e = (-z / c.scale).exp();
+            f += 0.5 * c.weight * e * (vel[0] * vel[0] + vel[1] * vel[1]);
+            if let Some((g, h)) = gh.as_mut() {
+                crate::dynamics::kinematics_derivatives::point_velocity_derivative(
+                    m,
+                    &work.data.o_m_i,
+                    cp.body,
+                    &centre,
+                    v,
+                    &mut work.dvdq,
+                );
+                let sq = (c.weight * e).sqrt();
+                // Residual rows a = x, y: [dr/dq, dr/dv] (1 x 2nv).
+                for a in 0..2 {
+                    let r = sq * vel[a];
+                    let mut row = DVector::zeros(2 * nv);
+                    for j in 0..nv {
+                        row[j] = sq * (work.dvdq[(a, j)] - vel[a] * work.jac[(2, j)] / (2.0 * c.scale));
+                        row[nv + j] = sq * work.jac[(a, j)];
+                    }
+                    g.axpy(r, &row, 1.0);
+                    h.ger(1.0, &row, &row, 1.0);
+                }
+            }
+        }
+        f
     }
 
     /// State cost and, if asked, its tangent gradient and Gauss-Newton Hessian.
@@ -177,6 +245,9 @@ impl ActionModel for ContactAction {
             a: DMatrix::zeros(2 * m.nv, 2 * m.nv),
             b: DMatrix::zeros(2 * m.nv, m.nu),
             tau_ext: DVector::zeros(m.nv),
+            data: crate::model::Data::new(m),
+            jac: DMatrix::zeros(3, m.nv),
+            dvdq: DMatrix::zeros(3, m.nv),
             last: None,
         };
         ActionData::new(self.nx(), self.ndx(), self.nu(), Box::new(work))
@@ -184,12 +255,13 @@ impl ActionModel for ContactAction {
     fn calc(&self, d: &mut ActionData, x: &DVector<f64>, u: &DVector<f64>) {
         let m = &*self.model;
         let (nq, nv) = (m.nq, m.nv);
+        let work = d.extra.downcast_mut::<Work>().expect("ContactAction data");
+        let clearance = self.clearance_cost(work, x, None);
         if let Some(w) = self.terminal {
-            d.cost = w * self.state_cost(x, None);
+            d.cost = w * (self.state_cost(x, None) + clearance);
             d.ok = d.cost.is_finite();
             return;
         }
-        let work = d.extra.downcast_mut::<Work>().expect("ContactAction data");
         let info = step(
             m,
             &self.terrain,
@@ -213,14 +285,15 @@ impl ActionModel for ContactAction {
             }
             None => work.last = Some((x.clone(), u.clone(), info)),
         }
-        d.cost = self.state_cost(x, None) + 0.5 * self.cost.w_control * u.norm_squared();
+        d.cost = self.state_cost(x, None) + clearance + 0.5 * self.cost.w_control * u.norm_squared();
     }
     fn calc_diff(&self, d: &mut ActionData, x: &DVector<f64>, u: &DVector<f64>) {
         let m = &*self.model;
         let (nq, nv) = (m.nq, m.nv);
         let mut g = DVector::zeros(2 * nv);
         let mut h = DMatrix::zeros(2 * nv, 2 * nv);
-        let sc = self.state_cost(x, Some((&mut g, &mut h)));
+        let work = d.extra.downcast_mut::<Work>().expect("ContactAction data");
+        let sc = self.state_cost(x, Some((&mut g, &mut h))) + self.clearance_cost(work, x, Some((&mut g, &mut h)));
         if let Some(w) = self.terminal {
             d.cost = w * sc;
             d.lx = g * w;
@@ -228,7 +301,6 @@ impl ActionModel for ContactAction {
             d.ok = d.cost.is_finite();
             return;
         }
-        let work = d.extra.downcast_mut::<Work>().expect("ContactAction data");
         let (q, v) = (&x.as_slice()[..nq], &x.as_slice()[nq..]);
         let info = match work.last.take() {
             Some((lx, lu, step_info)) if &lx == x && &lu == u => {
@@ -262,6 +334,40 @@ impl ActionModel for ContactAction {
             ),
         };
         d.ok = matches!(info.status, TransitionStatus::Ok | TransitionStatus::BackwardNotConverged);
+        let finite = |w: &Work| w.a.iter().chain(w.b.iter()).fold(0.0, |s, &x| s + x * 0.0) == 0.0;
+        let failed = |st: TransitionStatus, w: &Work| match st {
+            TransitionStatus::SingularContactSystem | TransitionStatus::BackwardFailed => true,
+            TransitionStatus::Ok | TransitionStatus::BackwardNotConverged => !finite(w),
+            TransitionStatus::StepFailed => false,
+        };
+        if failed(info.status, work) {
+            // The step advanced but this sensitivity's linear system failed (an exact sliding
+            // system at a vanishing slip, a relaxed Newton solve that broke down): fall back
+            // to the other family, then to a strongly relaxed one, for this knot rather than
+            // stopping the solver.
+            let other = match self.sensitivity {
+                Sensitivity::Exact => Sensitivity::Relaxed { kappa: 1e-4, delta: 1e-3 },
+                _ => Sensitivity::Exact,
+            };
+            d.ok = false;
+            for fallback in [other, Sensitivity::Relaxed { kappa: 1e-2, delta: 1e-2 }] {
+                let retry = transition_jacobians(
+                    m,
+                    &self.terrain,
+                    &self.settings,
+                    &mut work.ws,
+                    &mut work.tw,
+                    (q, v, u.as_slice(), work.tau_ext.as_slice()),
+                    fallback,
+                    &mut work.a,
+                    &mut work.b,
+                );
+                if !failed(retry.status, work) && retry.status != TransitionStatus::StepFailed {
+                    d.ok = true;
+                    break;
+                }
+            }
+        }
         d.x_next.rows_mut(0, nq).copy_from(&work.tw.q_next);
         d.x_next.rows_mut(nq, nv).copy_from(&work.tw.v_next);
         d.fx.copy_from(&work.a);

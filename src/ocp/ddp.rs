@@ -12,7 +12,7 @@
 //! k = argmin_{lo <= u + k <= hi} 0.5 k^T Q_uu k + Q_u^T k       (box QP; Q_uu^-1 Q_u without bounds)
 //! K = -Q_uu,ff^-1 Q_ux,f  (free rows; clamped rows 0)
 //! V_x = Q_x + K^T Q_uu k + K^T Q_u + Q_ux^T k
-//! V_xx = Q_xx + K^T Q_uu K + K^T Q_ux + Q_ux^T K
+//! V_xx = Q_xx + K^T Q_uu K + K^T Q_ux + Q_ux^T K       (= Q_xx + K^T Q_ux with no control clamped)
 //! ```
 //!
 //! A `Q_uu` that is not positive definite raises `mu` (x `mu_factor`) and restarts the pass.
@@ -158,6 +158,7 @@ pub struct Ddp {
     d1: f64,
     d2: f64,
     pub mu: f64,
+    bw: Backward,
 }
 
 impl Ddp {
@@ -188,6 +189,7 @@ impl Ddp {
             d1: 0.0,
             d2: 0.0,
             mu: settings.mu_init,
+            bw: Backward::new(),
             problem,
             settings,
         }
@@ -206,6 +208,17 @@ impl Ddp {
     /// Solves from the initial guess `us` (or the current controls if `None`; states are
     /// rolled out from `x0`). `cancel` is polled between passes.
     pub fn solve(&mut self, us: Option<&[DVector<f64>]>, cancel: Option<&AtomicBool>) -> Info {
+        self.solve_observed(us, cancel, &mut |_| {})
+    }
+
+    /// [`Ddp::solve`] that hands every accepted iteration's report to `observe` as it happens
+    /// (progress output, or a channel to a caller on another thread).
+    pub fn solve_observed(
+        &mut self,
+        us: Option<&[DVector<f64>]>,
+        cancel: Option<&AtomicBool>,
+        observe: &mut dyn FnMut(&IterationInfo),
+    ) -> Info {
         let mut info = Info { status: Status::MaxIterations, iterations: 0, cost: f64::NAN, history: vec![] };
         if self.settings.validate().is_err() {
             info.status = Status::InvalidInput;
@@ -291,7 +304,7 @@ impl Ddp {
                     std::mem::swap(&mut self.terminal_data, &mut self.try_terminal);
                     info.cost = cost;
                     info.iterations = it + 1;
-                    info.history.push(IterationInfo {
+                    let report = IterationInfo {
                         iteration: it + 1,
                         cost,
                         expected,
@@ -299,7 +312,9 @@ impl Ddp {
                         mu: self.mu,
                         alpha,
                         time: started.elapsed().as_secs_f64(),
-                    });
+                    };
+                    observe(&report);
+                    info.history.push(report);
                     if alpha == 1.0 {
                         self.mu = (self.mu / self.settings.mu_factor).max(self.settings.mu_min);
                     }
@@ -325,68 +340,106 @@ impl Ddp {
     }
 
     /// Gauss-Newton backward pass at the current `mu`; `false` if a `Q_uu` is not positive
-    /// definite.
+    /// definite. All products go into the preallocated [`Backward`] buffers.
     fn backward(&mut self) -> bool {
         let t = self.problem.horizon();
-        let mut vx = self.terminal_data.lx.clone();
-        let mut vxx = self.terminal_data.lxx.clone();
+        let w = &mut self.bw;
+        w.vx.clone_from(&self.terminal_data.lx);
+        w.vxx.clone_from(&self.terminal_data.lxx);
         self.d1 = 0.0;
         self.d2 = 0.0;
         for i in (0..t).rev() {
             let d = &self.data[i];
             let m = &self.problem.running[i];
-            let nu = m.nu();
-            let qx = &d.lx + d.fx.tr_mul(&vx);
-            let qu = &d.lu + d.fu.tr_mul(&vx);
-            // Explicit transposes: nalgebra's `tr_mul` is a plain dot-product loop, while `*`
-            // on dynamic matrices goes through matrixmultiply's packed kernels (several times
-            // faster at 36 x 36).
-            let fxt = d.fx.transpose();
-            let fut = d.fu.transpose();
-            let vxx_fx = &vxx * &d.fx;
-            let vxx_fu = &vxx * &d.fu;
-            let qxx = &d.lxx + &fxt * &vxx_fx;
-            let mut quu = &d.luu + &fut * &vxx_fu;
-            let qux = &d.lux + &fut * &vxx_fx;
+            let (nu, ndx) = (m.nu(), m.ndx());
+            w.shape(ndx, nu);
+            w.qx.copy_from(&d.lx);
+            w.qx.gemv_tr(1.0, &d.fx, &w.vx, 1.0);
+            w.qu.copy_from(&d.lu);
+            w.qu.gemv_tr(1.0, &d.fu, &w.vx, 1.0);
+            // Explicit transposes: nalgebra's `tr_mul` / `gemm_tr` are plain dot-product loops,
+            // while `gemm` on dynamic matrices goes through matrixmultiply's packed kernels
+            // (several times faster at 36 x 36).
+            d.fx.transpose_to(&mut w.fxt);
+            d.fu.transpose_to(&mut w.fut);
+            w.vxx_fx.gemm(1.0, &w.vxx, &d.fx, 0.0);
+            w.vxx_fu.gemm(1.0, &w.vxx, &d.fu, 0.0);
+            w.qxx.copy_from(&d.lxx);
+            w.qxx.gemm(1.0, &w.fxt, &w.vxx_fx, 1.0);
+            w.quu.copy_from(&d.luu);
+            w.quu.gemm(1.0, &w.fut, &w.vxx_fu, 1.0);
+            w.qux.copy_from(&d.lux);
+            w.qux.gemm(1.0, &w.fut, &w.vxx_fx, 1.0);
             for j in 0..nu {
-                quu[(j, j)] += self.mu;
+                w.quu[(j, j)] += self.mu;
             }
             // Box QP for k, free set for K.
             let (k, free) = match m.control_bounds() {
                 Some((lo, hi)) => {
                     let lower = lo - &self.us[i];
                     let upper = hi - &self.us[i];
-                    match super::boxqp::solve(&quu, &qu, &lower, &upper, &self.k[i]) {
+                    match super::boxqp::solve(&w.quu, &w.qu, &lower, &upper, &self.k[i]) {
                         Some(r) => r,
                         None => return false,
                     }
                 }
-                None => match quu.clone().cholesky() {
-                    Some(ch) => (-ch.solve(&qu), vec![true; nu]),
+                None => match w.quu.clone().cholesky() {
+                    Some(ch) => (-ch.solve(&w.qu), vec![true; nu]),
                     None => return false,
                 },
             };
-            let mut gain = DMatrix::zeros(nu, m.ndx());
-            let idx: Vec<usize> = (0..nu).filter(|&j| free[j]).collect();
-            if !idx.is_empty() {
-                let qff = DMatrix::from_fn(idx.len(), idx.len(), |a, b| quu[(idx[a], idx[b])]);
-                let Some(ch) = qff.cholesky() else { return false };
-                let qfx = DMatrix::from_fn(idx.len(), m.ndx(), |a, c| qux[(idx[a], c)]);
-                let kf = -ch.solve(&qfx);
-                for (a, &j) in idx.iter().enumerate() {
-                    gain.row_mut(j).copy_from(&kf.row(a));
+            let gain = &mut self.gains[i];
+            gain.fill(0.0);
+            let all_free = free.iter().all(|&f| f);
+            if all_free {
+                // The common case: K = -Q_uu^-1 Q_ux, solved in place.
+                let Some(ch) = w.quu.clone().cholesky() else { return false };
+                gain.copy_from(&w.qux);
+                ch.solve_mut(gain);
+                gain.neg_mut();
+            } else {
+                let idx: Vec<usize> = (0..nu).filter(|&j| free[j]).collect();
+                if !idx.is_empty() {
+                    let qff = DMatrix::from_fn(idx.len(), idx.len(), |a, b| w.quu[(idx[a], idx[b])]);
+                    let Some(ch) = qff.cholesky() else { return false };
+                    let qfx = DMatrix::from_fn(idx.len(), ndx, |a, c| w.qux[(idx[a], c)]);
+                    let kf = -ch.solve(&qfx);
+                    for (a, &j) in idx.iter().enumerate() {
+                        gain.row_mut(j).copy_from(&kf.row(a));
+                    }
                 }
             }
-            let quu_k = &quu * &k;
-            self.d1 += k.dot(&qu);
-            self.d2 += k.dot(&quu_k);
-            let gt = gain.transpose();
-            vx = &qx + &gt * &quu_k + &gt * &qu + qux.tr_mul(&k);
-            let kt_qux = &gt * &qux;
-            vxx = &qxx + (&gt * &quu) * &gain + &kt_qux + kt_qux.transpose();
-            vxx = 0.5 * (&vxx + vxx.transpose());
+            w.quu_k.gemv(1.0, &w.quu, &k, 0.0);
+            self.d1 += k.dot(&w.qu);
+            self.d2 += k.dot(&w.quu_k);
+            // V_x = Q_x + K^T (Q_uu k + Q_u) + Q_ux^T k
+            gain.transpose_to(&mut w.gt);
+            w.quu_k += &w.qu;
+            w.vx.copy_from(&w.qx);
+            w.vx.gemv(1.0, &w.gt, &w.quu_k, 1.0);
+            w.vx.gemv_tr(1.0, &w.qux, &k, 1.0);
+            // V_xx = Q_xx + K^T Q_uu K + K^T Q_ux + Q_ux^T K, symmetrized. With every control
+            // free, Q_uu K = -Q_ux (same regularized Q_uu), so it is Q_xx + K^T Q_ux.
+            w.kt_qux.gemm(1.0, &w.gt, &w.qux, 0.0);
+            w.vxx.copy_from(&w.qxx);
+            if all_free {
+                w.vxx += &w.kt_qux;
+            } else {
+                w.gt_quu.gemm(1.0, &w.gt, &w.quu, 0.0);
+                w.vxx.gemm(1.0, &w.gt_quu, gain, 1.0);
+                w.vxx += &w.kt_qux;
+                w.kt_qux.transpose_to(&mut w.fxt);
+                w.vxx += &w.fxt;
+            }
+            let v = w.vxx.as_mut_slice();
+            for c in 0..ndx {
+                for r in 0..c {
+                    let a = 0.5 * (v[r + c * ndx] + v[c + r * ndx]);
+                    v[r + c * ndx] = a;
+                    v[c + r * ndx] = a;
+                }
+            }
             self.k[i] = k;
-            self.gains[i] = gain;
         }
         self.d1.is_finite() && self.d2.is_finite()
     }
@@ -428,9 +481,83 @@ fn clamp(m: &dyn ActionModel, u: &mut DVector<f64>) {
 }
 
 fn finite_data(d: &ActionData) -> bool {
+    // `x * 0` is 0 for finite `x` and NaN otherwise; a plain sum vectorizes.
+    let zero = |s: &[f64]| s.iter().fold(0.0, |a, &x| a + x * 0.0) == 0.0;
     d.cost.is_finite()
-        && d.fx.iter().chain(d.fu.iter()).chain(d.lx.iter()).chain(d.lu.iter()).all(|x| x.is_finite())
-        && d.lxx.iter().chain(d.luu.iter()).chain(d.lux.iter()).all(|x| x.is_finite())
+        && [d.fx.as_slice(), d.fu.as_slice(), d.lx.as_slice(), d.lu.as_slice()].into_iter().all(zero)
+        && [d.lxx.as_slice(), d.luu.as_slice(), d.lux.as_slice()].into_iter().all(zero)
+}
+
+/// Buffers of the backward pass (one knot at a time), shaped for the knot at hand.
+struct Backward {
+    /// `V_x` (ndx), `V_xx` (ndx x ndx) of the next knot, then of this one.
+    vx: DVector<f64>,
+    vxx: DMatrix<f64>,
+    qx: DVector<f64>,
+    qu: DVector<f64>,
+    /// `Q_uu k` (+ `Q_u`) (nu).
+    quu_k: DVector<f64>,
+    fxt: DMatrix<f64>,
+    fut: DMatrix<f64>,
+    vxx_fx: DMatrix<f64>,
+    vxx_fu: DMatrix<f64>,
+    qxx: DMatrix<f64>,
+    quu: DMatrix<f64>,
+    qux: DMatrix<f64>,
+    /// `K^T` (ndx x nu), `K^T Q_ux` (ndx x ndx), `K^T Q_uu` (ndx x nu).
+    gt: DMatrix<f64>,
+    kt_qux: DMatrix<f64>,
+    gt_quu: DMatrix<f64>,
+}
+
+impl Backward {
+    fn new() -> Self {
+        let (v, m) = (DVector::zeros(0), DMatrix::zeros(0, 0));
+        Self {
+            vx: v.clone(),
+            vxx: m.clone(),
+            qx: v.clone(),
+            qu: v.clone(),
+            quu_k: v,
+            fxt: m.clone(),
+            fut: m.clone(),
+            vxx_fx: m.clone(),
+            vxx_fu: m.clone(),
+            qxx: m.clone(),
+            quu: m.clone(),
+            qux: m.clone(),
+            gt: m.clone(),
+            kt_qux: m.clone(),
+            gt_quu: m,
+        }
+    }
+
+    /// Reshapes the per-knot buffers (a no-op when the knot has the previous one's sizes).
+    fn shape(&mut self, ndx: usize, nu: usize) {
+        fn mat(m: &mut DMatrix<f64>, r: usize, c: usize) {
+            if m.shape() != (r, c) {
+                *m = DMatrix::zeros(r, c);
+            }
+        }
+        fn vec(v: &mut DVector<f64>, n: usize) {
+            if v.len() != n {
+                *v = DVector::zeros(n);
+            }
+        }
+        vec(&mut self.qx, ndx);
+        vec(&mut self.qu, nu);
+        vec(&mut self.quu_k, nu);
+        mat(&mut self.fxt, ndx, ndx);
+        mat(&mut self.fut, nu, ndx);
+        mat(&mut self.vxx_fx, ndx, ndx);
+        mat(&mut self.vxx_fu, ndx, nu);
+        mat(&mut self.qxx, ndx, ndx);
+        mat(&mut self.quu, nu, nu);
+        mat(&mut self.qux, nu, ndx);
+        mat(&mut self.gt, ndx, nu);
+        mat(&mut self.kt_qux, ndx, ndx);
+        mat(&mut self.gt_quu, ndx, nu);
+    }
 }
 
 /// Rolls `us` out from `x0` into `xs`, filling the data's costs; `false` if a model failed.

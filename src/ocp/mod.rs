@@ -10,4 +10,6 @@ pub use action::{ActionData, ActionModel, Lqr};
 pub use ddp::{Ddp, Info, IterationInfo, Settings, ShootingProblem, Status};
 pub mod contact;
 
-pub use contact::{ContactAction, PoseCost};
+pub use contact::{ContactAction, FootClearance, PoseCost};
+pub mod cito;
+pub mod mpc;

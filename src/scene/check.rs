@@ -51,6 +51,10 @@ pub fn finite3<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 3], D::Error> {
     check3(d, f64::is_finite, "finite")
 }
 
+pub fn non_negative3<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 3], D::Error> {
+    check3(d, |x| x.is_finite() && x >= 0.0, "in [0, inf)")
+}
+
 pub fn positive3<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 3], D::Error> {
     check3(d, |x| x.is_finite() && x > 0.0, "in (0, inf)")
 }

@@ -232,6 +232,155 @@ pub struct GradcheckSpec {
     pub delta: f64,
 }
 
+fn default_settle() -> f64 {
+    1.0
+}
+fn default_ocp_horizon() -> f64 {
+    0.3
+}
+fn default_knot_dt() -> f64 {
+    0.01
+}
+fn default_cito_iterations() -> usize {
+    50
+}
+fn default_ocp_sensitivity() -> String {
+    "relaxed".into()
+}
+fn default_ocp_kappa() -> f64 {
+    1e-4
+}
+
+/// Cost weights of a base-pose task (`ocp::ContactAction`'s cost; defaults in brackets).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CitoWeights {
+    /// Base position per world axis [(100, 100, 400)] and orientation per log-map axis
+    /// [(50, 50, 20)].
+    #[serde(deserialize_with = "check::non_negative3")]
+    pub position: [f64; 3],
+    #[serde(deserialize_with = "check::non_negative3")]
+    pub orientation: [f64; 3],
+    /// Joint posture toward the start [0.02], joint velocity [0.1], base velocity [1],
+    /// effort [1e-3].
+    #[serde(deserialize_with = "check::non_negative")]
+    pub posture: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub joint_velocity: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub base_velocity: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub control: f64,
+    /// Terminal knot: state cost times this [200].
+    #[serde(deserialize_with = "check::non_negative")]
+    pub terminal: f64,
+    /// Foot clearance weight [0: off] and fade height (m) [0.02] (`ocp::FootClearance`).
+    #[serde(deserialize_with = "check::non_negative")]
+    pub foot_clearance: f64,
+    #[serde(deserialize_with = "check::positive")]
+    pub clearance_scale: f64,
+}
+
+impl Default for CitoWeights {
+    fn default() -> Self {
+        Self {
+            position: [100.0, 100.0, 400.0],
+            orientation: [50.0, 50.0, 20.0],
+            posture: 0.02,
+            joint_velocity: 0.1,
+            base_velocity: 1.0,
+            control: 1e-3,
+            terminal: 200.0,
+            foot_clearance: 0.0,
+            clearance_scale: 0.02,
+        }
+    }
+}
+
+/// A contact-implicit trajectory optimization task (`contactlab cito`, DESIGN 5): reach a base
+/// pose from the scene's settled stance with no contact schedule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CitoSpec {
+    /// Target base position relative to the settled start, world frame (m).
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub target_offset: [f64; 3],
+    /// Target rotation relative to the start, roll, pitch, yaw about the world axes (rad):
+    /// `R* = Rz Ry Rx R_start`.
+    #[serde(default = "zero3", deserialize_with = "check::finite3")]
+    pub target_rpy: [f64; 3],
+    /// Simulated time under the scene's controller before the plan starts (s) [1].
+    #[serde(default = "default_settle", deserialize_with = "check::non_negative")]
+    pub settle: f64,
+    /// Plan length (s) [0.3] and knot step (s) [0.01].
+    #[serde(default = "default_ocp_horizon", deserialize_with = "check::positive")]
+    pub horizon: f64,
+    #[serde(default = "default_knot_dt", deserialize_with = "check::time_step")]
+    pub knot_dt: f64,
+    #[serde(default)]
+    pub weights: CitoWeights,
+    /// DDP iteration limit [50].
+    #[serde(default = "default_cito_iterations")]
+    pub iterations: usize,
+    /// `exact`, `signorini` or `relaxed` [relaxed]; the command line overrides it.
+    #[serde(default = "default_ocp_sensitivity")]
+    pub sensitivity: String,
+    /// Relaxation (N s m/s) [1e-4] and normal shift (m/s) [1e-3] of the relaxed sensitivities.
+    #[serde(default = "default_ocp_kappa", deserialize_with = "check::positive")]
+    pub kappa: f64,
+    #[serde(default = "default_delta", deserialize_with = "check::non_negative")]
+    pub delta: f64,
+}
+
+fn default_mpc_duration() -> f64 {
+    4.0
+}
+fn default_mpc_iterations() -> usize {
+    1
+}
+fn default_recovery_tolerance() -> f64 {
+    0.02
+}
+fn default_recovery_time() -> f64 {
+    2.0
+}
+
+/// Closed-loop MPC (`contactlab mpc`): hold the settled stance's base pose against the scene's
+/// pulls, replanning every knot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MpcSpec {
+    /// Simulated time under the scene's controller before MPC takes over (s) [1]; the pulls'
+    /// `start` counts from the moment MPC takes over.
+    #[serde(default = "default_settle", deserialize_with = "check::non_negative")]
+    pub settle: f64,
+    /// Receding horizon (s) [0.3] and knot step (s) [0.01]; the control period is one knot.
+    #[serde(default = "default_ocp_horizon", deserialize_with = "check::positive")]
+    pub horizon: f64,
+    #[serde(default = "default_knot_dt", deserialize_with = "check::time_step")]
+    pub knot_dt: f64,
+    /// DDP iterations per control period [1].
+    #[serde(default = "default_mpc_iterations")]
+    pub iterations: usize,
+    /// Closed-loop duration (s) [4].
+    #[serde(default = "default_mpc_duration", deserialize_with = "check::positive")]
+    pub duration: f64,
+    #[serde(default)]
+    pub weights: CitoWeights,
+    #[serde(default = "default_ocp_sensitivity")]
+    pub sensitivity: String,
+    #[serde(default = "default_ocp_kappa", deserialize_with = "check::positive")]
+    pub kappa: f64,
+    #[serde(default = "default_delta", deserialize_with = "check::non_negative")]
+    pub delta: f64,
+    /// Recovered: the base is within this distance of its target (m) [0.02] ...
+    #[serde(default = "default_recovery_tolerance", deserialize_with = "check::positive")]
+    pub recovery_tolerance: f64,
+    /// ... from at most this long after the last pull ends until the end of the run (s) [2].
+    #[serde(default = "default_recovery_time", deserialize_with = "check::positive")]
+    pub recovery_time: f64,
+}
+
 /// The file format, as written.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename = "Scene", deny_unknown_fields)]
@@ -263,6 +412,12 @@ pub struct SceneFile {
     /// Default gradient-quality sweep of `gradcheck`.
     #[serde(default)]
     pub gradcheck: Option<GradcheckSpec>,
+    /// Trajectory optimization task of `cito`.
+    #[serde(default)]
+    pub cito: Option<CitoSpec>,
+    /// Closed-loop MPC of `mpc`.
+    #[serde(default)]
+    pub mpc: Option<MpcSpec>,
 }
 
 #[derive(Debug, Error)]
@@ -508,6 +663,37 @@ impl Scene {
                     "gradcheck",
                     "gradcheck".into(),
                     "needs from < to, points >= 2 and samples >= 1".into(),
+                ));
+            }
+        }
+        let ocp_checks = [
+            sf.cito.as_ref().map(|c| ("cito", c.knot_dt, c.horizon, c.iterations, c.sensitivity.as_str())),
+            sf.mpc.as_ref().map(|c| ("mpc", c.knot_dt, c.horizon, c.iterations, c.sensitivity.as_str())),
+        ];
+        for (section, knot_dt, horizon, iterations, sensitivity) in ocp_checks.into_iter().flatten() {
+            if !model.has_free_flyer() {
+                return Err(invalid(
+                    section,
+                    section.into(),
+                    "needs a floating-base robot (a base pose to track)".into(),
+                ));
+            }
+            if !["exact", "signorini", "relaxed"].contains(&sensitivity) {
+                return Err(invalid(
+                    &format!("\"{sensitivity}\""),
+                    format!("{section}.sensitivity"),
+                    format!("unknown sensitivity `{sensitivity}`: expected exact, signorini or relaxed"),
+                ));
+            }
+            if iterations == 0 {
+                return Err(invalid("iterations", format!("{section}.iterations"), "must be at least 1".into()));
+            }
+            let knots = horizon / knot_dt;
+            if !(knots.round() >= 1.0 && knots.round() <= 1000.0) {
+                return Err(invalid(
+                    "horizon",
+                    format!("{section}.horizon"),
+                    format!("{horizon} s at knot_dt {knot_dt} s gives {knots:.1} knots: allowed [1, 1000]"),
                 ));
             }
         }

@@ -1,0 +1,308 @@
+//! Contact-implicit MPC (DESIGN 5): a receding horizon of contact-simulator knots, replanned
+//! every control period (one knot) from the measured state with a fixed DDP iteration budget,
+//! warm-started by shifting the previous solution one knot.
+//!
+//! Between replans the simulator (at its own, finer step) applies the plan's first control with
+//! its feedback gain, `u = u_0 + K_0 (x (-) x_nom(s))`, where `x_nom(s) = x_0 (+) s (x_1 (-) x_0)`
+//! interpolates the plan's first knot at the fraction `s` of the period; clamped to the effort
+//! limits. The controls are torques (the knots have no PD: `ContactAction`'s convention), so the
+//! simulation runs with `Controller::None` and the torque as its control offset.
+//!
+//! [`run_closed_loop`] runs it against a [`Simulation`] with the scene's pulls, which MPC does
+//! not know about (an unmodelled disturbance), and measures the base's tracking error.
+//! *Recovered* means: the base position is within `recovery_tolerance` of its target at every
+//! simulator step from at most `recovery_time` after the last pull ends to the end of the run
+//! (which must last that long).
+
+use super::cito::{pose_cost, settled_start, CitoProblem};
+use super::ddp::{Ddp, Settings, Status};
+use crate::diff::Sensitivity;
+use crate::model::configuration::free_flyer_placement;
+use crate::scene::{MpcSpec, Scene};
+use crate::sim::{Controller, Simulation};
+use nalgebra::{DVector, Vector3};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// One replan.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CycleInfo {
+    /// Simulated time at the replan (s, from the MPC's start).
+    pub t: f64,
+    pub status: Status,
+    pub iterations: usize,
+    /// Cost of the plan after the replan.
+    pub cost: f64,
+    /// Wall time of the replan (ms).
+    pub solve_ms: f64,
+    /// Base position error at the replan (m).
+    pub base_error_m: f64,
+}
+
+/// The receding-horizon controller: the shooting problem and its warm start.
+pub struct Mpc {
+    pub ddp: Ddp,
+    /// DDP iterations per replan.
+    pub iterations: usize,
+    /// Control period = knot step (s).
+    pub period: f64,
+    /// The fallback guess (nu).
+    pub u_hold: DVector<f64>,
+    /// The horizon problem (for reports of the plan).
+    problem: CitoProblem,
+}
+
+impl Mpc {
+    /// A controller over `problem`'s horizon (its `x0` and `u_guess` start the warm start;
+    /// `warmup` iterations are run on that first problem).
+    pub fn new(problem: &CitoProblem, iterations: usize, warmup: usize) -> Mpc {
+        let mut ddp = Ddp::new(problem.shooting(), Settings { max_iterations: warmup.max(1), ..problem.ddp });
+        let guess = vec![problem.u_guess.clone(); problem.knots];
+        ddp.solve(Some(&guess), None);
+        ddp.settings.max_iterations = iterations.max(1);
+        Mpc {
+            ddp,
+            iterations: iterations.max(1),
+            period: problem.settings.dt,
+            u_hold: problem.u_guess.clone(),
+            problem: problem.clone(),
+        }
+    }
+
+    /// Shifts the previous solution one knot (the last control repeated) and replans from `x`.
+    /// A replan whose rollout or derivatives fail (`NonFinite`) is retried once from the
+    /// hold-the-stance guess.
+    pub fn replan(&mut self, x: &DVector<f64>, cancel: Option<&AtomicBool>) -> super::Info {
+        let info = self.replan_shifted(x, cancel);
+        if info.status != Status::NonFinite {
+            return info;
+        }
+        let guess = vec![self.u_hold.clone(); self.ddp.us.len()];
+        self.ddp.solve(Some(&guess), cancel)
+    }
+
+    fn replan_shifted(&mut self, x: &DVector<f64>, cancel: Option<&AtomicBool>) -> super::Info {
+        let us = &mut self.ddp.us;
+        if us.len() > 1 {
+            us.rotate_left(1);
+            let n = us.len();
+            let last = us[n - 2].clone();
+            us[n - 1].copy_from(&last);
+        }
+        self.ddp.problem.x0.copy_from(x);
+        self.ddp.settings.max_iterations = self.iterations;
+        self.ddp.solve(None, cancel)
+    }
+
+    /// The feedback control at state `x`, a fraction `s` in `[0, 1)` into the period (module
+    /// docs), into `u` (nu).
+    pub fn control(&self, x: &DVector<f64>, s: f64, u: &mut DVector<f64>) {
+        let m = &self.ddp.problem.running[0];
+        let (x0, x1) = (&self.ddp.xs[0], &self.ddp.xs[1]);
+        let mut d = DVector::zeros(m.ndx());
+        m.difference(x0, x1, &mut d);
+        let mut nominal = DVector::zeros(m.nx());
+        m.integrate(x0, &(d * s), &mut nominal);
+        let mut dx = DVector::zeros(m.ndx());
+        m.difference(&nominal, x, &mut dx);
+        u.copy_from(&self.ddp.us[0]);
+        if let Some(k) = self.ddp.gains().first() {
+            if k.nrows() == u.len() && k.ncols() == dx.len() {
+                *u += k * dx;
+            }
+        }
+        if let Some((lo, hi)) = m.control_bounds() {
+            for j in 0..u.len() {
+                u[j] = u[j].clamp(lo[j], hi[j]);
+            }
+        }
+    }
+
+    /// The plan's states (T + 1), e.g. to draw the planned base poses.
+    pub fn planned_states(&self) -> &[DVector<f64>] {
+        &self.ddp.xs
+    }
+
+    /// The current plan replayed from its start through the knot step: base pose, foot
+    /// positions, gaps, impulses and contact flags per knot (as [`super::cito::evaluate`]).
+    pub fn planned_knots(&self) -> Vec<super::cito::Knot> {
+        let mut p = self.problem.clone();
+        p.x0.copy_from(&self.ddp.problem.x0);
+        let info = super::Info { status: Status::MaxIterations, iterations: 0, cost: self.ddp.cost(), history: vec![] };
+        super::cito::evaluate(&p, &self.ddp.xs, &self.ddp.us, info, 0.0).knots
+    }
+}
+
+/// A closed-loop run's results.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MpcReport {
+    pub cycles: Vec<CycleInfo>,
+    /// Per simulator step: time (s, from the MPC's start), base position (m), base error (m).
+    pub trace: Vec<(f64, [f64; 3], f64)>,
+    /// The last plan, replayed (base poses and foot positions per knot).
+    pub last_plan: Vec<super::cito::Knot>,
+    pub summary: MpcSummary,
+}
+
+/// `summary.json` of `contactlab mpc`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MpcSummary {
+    pub scene: String,
+    pub sensitivity: String,
+    pub recovered: bool,
+    /// Time after the last pull's end from which the base stayed within tolerance (s).
+    pub recovery_time_s: Option<f64>,
+    pub max_base_error_m: f64,
+    pub final_base_error_m: f64,
+    pub solve_ms_median: f64,
+    pub solve_ms_p95: f64,
+    pub solve_ms_max: f64,
+    /// Simulated time over wall time of the loop (replans and simulator steps).
+    pub realtime_factor: f64,
+    pub cycles: usize,
+    /// Simulated time (s).
+    pub duration_s: f64,
+    pub horizon_knots: usize,
+    pub iterations_per_cycle: usize,
+    /// Whether a foot left the ground (gap above 5 mm) during the run.
+    pub stepped: bool,
+    pub cancelled: bool,
+}
+
+/// The MPC's horizon problem for the scene's `mpc` section from the simulation's state
+/// (target: the current base pose).
+pub fn horizon_problem(
+    sim: &Simulation,
+    u_hold: &DVector<f64>,
+    spec: &MpcSpec,
+    sensitivity: Sensitivity,
+) -> CitoProblem {
+    let m = &*sim.model;
+    let base = free_flyer_placement(&sim.q.as_slice()[..7]);
+    let mut x0 = DVector::zeros(m.nq + m.nv);
+    x0.rows_mut(0, m.nq).copy_from(&sim.q);
+    x0.rows_mut(m.nq, m.nv).copy_from(&sim.v);
+    let mut settings = sim.settings;
+    settings.dt = spec.knot_dt;
+    CitoProblem {
+        model: sim.model.clone(),
+        terrain: sim.terrain.clone(),
+        settings,
+        x0,
+        u_guess: u_hold.clone(),
+        cost: pose_cost(&sim.q, base.trans, base.rot, &spec.weights),
+        terminal_weight: spec.weights.terminal,
+        knots: (spec.horizon / spec.knot_dt).round().max(1.0) as usize,
+        sensitivity,
+        ddp: Settings { max_iterations: spec.iterations, ..Default::default() },
+        clearance: super::cito::clearance(&spec.weights),
+    }
+}
+
+/// Runs the scene's `mpc` section in closed loop (module docs). `overrides`: duration (s),
+/// iterations per cycle, sensitivity. `observe` sees every replan.
+pub fn run_closed_loop(
+    scene: &Scene,
+    duration: Option<f64>,
+    iterations: Option<usize>,
+    sensitivity: Option<Sensitivity>,
+    cancel: Option<&AtomicBool>,
+    observe: &mut dyn FnMut(&CycleInfo),
+) -> Result<MpcReport, String> {
+    let Some(mut spec) = scene.file.mpc.clone() else {
+        return Err(format!("{}: the scene has no `mpc` section", scene.path.display()));
+    };
+    if let Some(n) = iterations {
+        spec.iterations = n.max(1);
+    }
+    let duration = duration.unwrap_or(spec.duration);
+    let sensitivity = match sensitivity {
+        Some(s) => s,
+        None => super::cito::parse_sensitivity(&spec.sensitivity, spec.kappa, spec.delta)?,
+    };
+    let (mut sim, u_hold) = settled_start(scene, spec.settle);
+    let substeps = (spec.knot_dt / sim.settings.dt).round().max(1.0) as usize;
+    if ((substeps as f64) * sim.settings.dt - spec.knot_dt).abs() > 1e-9 {
+        return Err(format!("mpc.knot_dt {} is not a multiple of the scene's dt {}", spec.knot_dt, sim.settings.dt));
+    }
+    let problem = horizon_problem(&sim, &u_hold, &spec, sensitivity);
+    let target: Vector3<f64> = problem.cost.base_position;
+    let mut mpc = Mpc::new(&problem, spec.iterations, 10);
+    // MPC takes over: open-loop torques from here, pulls timed from now.
+    let t0 = sim.t;
+    sim.controller = Controller::None;
+    sim.pulls = scene.pulls.iter().map(|p| crate::sim::Pull { start: p.start + t0, ..*p }).collect();
+    let pull_end = scene.pulls.iter().map(|p| p.start + p.duration).fold(0.0, f64::max);
+    let (nq, nv) = (sim.model.nq, sim.model.nv);
+    let mut x = DVector::zeros(nq + nv);
+    let mut u = DVector::zeros(sim.model.nu);
+    let feet: Vec<usize> =
+        (0..sim.model.contact_points.len()).filter(|&i| sim.model.contact_points[i].name.ends_with("foot")).collect();
+    let (mut cycles, mut trace) = (Vec::new(), Vec::new());
+    let mut stepped = false;
+    let mut cancelled = false;
+    let n_cycles = (duration / spec.knot_dt).round() as usize;
+    let started = Instant::now();
+    let error = |q: &DVector<f64>| (Vector3::new(q[0], q[1], q[2]) - target).norm();
+    for c in 0..n_cycles {
+        if cancel.is_some_and(|f| f.load(Ordering::Relaxed)) {
+            cancelled = true;
+            break;
+        }
+        x.rows_mut(0, nq).copy_from(&sim.q);
+        x.rows_mut(nq, nv).copy_from(&sim.v);
+        let t_solve = Instant::now();
+        let info = mpc.replan(&x, cancel);
+        let cycle = CycleInfo {
+            t: c as f64 * spec.knot_dt,
+            status: info.status,
+            iterations: info.iterations,
+            cost: info.cost,
+            solve_ms: 1e3 * t_solve.elapsed().as_secs_f64(),
+            base_error_m: error(&sim.q),
+        };
+        observe(&cycle);
+        cycles.push(cycle);
+        for j in 0..substeps {
+            x.rows_mut(0, nq).copy_from(&sim.q);
+            x.rows_mut(nq, nv).copy_from(&sim.v);
+            mpc.control(&x, j as f64 / substeps as f64, &mut u);
+            sim.u_offset.copy_from(&u);
+            let st = sim.step();
+            if !st.status.advanced() {
+                return Err(format!("the simulator step at t = {:.3} s failed: {:?}", sim.t - t0, st.status));
+            }
+            stepped |= feet.iter().any(|&k| sim.ws.contacts.phi[k] > 0.005);
+            trace.push((sim.t - t0, [sim.q[0], sim.q[1], sim.q[2]], error(&sim.q)));
+        }
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let simulated = trace.last().map(|t| t.0).unwrap_or(0.0);
+    let mut ms: Vec<f64> = cycles.iter().map(|c| c.solve_ms).collect();
+    ms.sort_by(f64::total_cmp);
+    let pct = |p: f64| if ms.is_empty() { f64::NAN } else { ms[((p * (ms.len() - 1) as f64).round()) as usize] };
+    let last_bad =
+        trace.iter().filter(|t| t.2 > spec.recovery_tolerance).map(|t| t.0).fold(f64::NEG_INFINITY, f64::max);
+    let recovery = (last_bad - pull_end).max(0.0);
+    let recovered = !cancelled && simulated + 1e-9 >= pull_end + spec.recovery_time && recovery <= spec.recovery_time;
+    let summary = MpcSummary {
+        scene: scene.file.name.clone(),
+        sensitivity: super::cito::sensitivity_name(&sensitivity).into(),
+        recovered,
+        recovery_time_s: recovered.then_some(recovery),
+        max_base_error_m: trace.iter().map(|t| t.2).fold(0.0, f64::max),
+        final_base_error_m: trace.last().map(|t| t.2).unwrap_or(f64::NAN),
+        solve_ms_median: pct(0.5),
+        solve_ms_p95: pct(0.95),
+        solve_ms_max: ms.last().copied().unwrap_or(f64::NAN),
+        realtime_factor: simulated / wall.max(1e-12),
+        cycles: cycles.len(),
+        duration_s: simulated,
+        horizon_knots: problem.knots,
+        iterations_per_cycle: spec.iterations,
+        stepped,
+        cancelled,
+    };
+    Ok(MpcReport { cycles, trace, last_plan: mpc.planned_knots(), summary })
+}

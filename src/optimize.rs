@@ -1,0 +1,194 @@
+//! `contactlab cito` and `contactlab mpc`: set-up from a scene, the files they write (all
+//! atomically) and their tables.
+//!
+//! `cito` writes into `DIR` (or `DIR/<sensitivity>/` for `--sensitivity all`):
+//! `trajectory.csv` (t, q, v, u per knot), `iterations.csv` (per DDP iteration: cost,
+//! expected and actual improvement, mu, step, time), `schedule.csv` (per knot and foot: gap,
+//! normal impulse, in contact), `summary.png` and `summary.json`. `--sensitivity all` also
+//! writes `DIR/comparison.md` and `DIR/comparison.json`.
+
+use crate::io::write_atomic;
+use crate::ocp::cito::{self, CitoProblem, CitoReport, CitoSummary};
+use crate::scene::Scene;
+use crate::sim::record::state_names;
+use anyhow::{Context, Result};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The sensitivities of a `--sensitivity` value (`all` or one name) with the scene's kappa
+/// and delta (or the overrides).
+pub fn sensitivities(
+    scene: &Scene,
+    which: &str,
+    kappa: Option<f64>,
+    delta: Option<f64>,
+) -> Result<Vec<crate::diff::Sensitivity>> {
+    let spec = scene
+        .file
+        .cito
+        .as_ref()
+        .with_context(|| format!("{}: the scene has no `cito` section", scene.path.display()))?;
+    let (k, d) = (kappa.unwrap_or(spec.kappa), delta.unwrap_or(spec.delta));
+    if !(k.is_finite() && k > 0.0 && d.is_finite() && d >= 0.0) {
+        anyhow::bail!("--kappa {k} --delta {d}: need kappa > 0 and delta >= 0");
+    }
+    let names: Vec<&str> = if which == "all" { vec!["exact", "signorini", "relaxed"] } else { vec![which] };
+    names.into_iter().map(|n| cito::parse_sensitivity(n, k, d).map_err(anyhow::Error::msg)).collect()
+}
+
+/// Solves the scene's CITO task with `sensitivity`, writes its files into `dir` and returns
+/// the report. Progress goes to stderr.
+pub fn run_cito(
+    scene: &Scene,
+    sensitivity: crate::diff::Sensitivity,
+    iterations: Option<usize>,
+    dir: &Path,
+) -> Result<CitoReport> {
+    let problem = CitoProblem::from_scene(scene, Some(sensitivity), iterations).map_err(anyhow::Error::msg)?;
+    let name = cito::sensitivity_name(&sensitivity);
+    eprintln!("{}: {} knots of {} s, sensitivity {name}", scene.file.name, problem.knots, problem.settings.dt);
+    let report = cito::solve(&problem, None, &mut |h| {
+        eprintln!(
+            "  {name} it {:>3}  cost {:.6e}  expected {:.2e}  actual {:.2e}  mu {:.0e}  step {}  {:.1} ms",
+            h.iteration,
+            h.cost,
+            h.expected,
+            h.actual,
+            h.mu,
+            h.alpha,
+            1e3 * h.time
+        )
+    });
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    write_cito_files(scene, &problem, &report, dir)?;
+    Ok(report)
+}
+
+fn write_cito_files(scene: &Scene, p: &CitoProblem, r: &CitoReport, dir: &Path) -> Result<()> {
+    let m = &*p.model;
+    let (q, v, u) = state_names(m);
+    let mut csv = String::new();
+    let _ = writeln!(csv, "t,{},{},{}", q.join(","), v.join(","), u.join(","));
+    for (i, x) in r.xs.iter().enumerate() {
+        let _ = write!(csv, "{}", i as f64 * p.settings.dt);
+        for a in x {
+            let _ = write!(csv, ",{a}");
+        }
+        match r.us.get(i) {
+            Some(us) => us.iter().for_each(|a| {
+                let _ = write!(csv, ",{a}");
+            }),
+            None => (0..m.nu).for_each(|_| csv.push(',')),
+        }
+        csv.push('\n');
+    }
+    write_atomic(&dir.join("trajectory.csv"), csv.as_bytes())?;
+
+    let mut it = String::from("iteration,cost,expected,actual,mu,alpha,time_s\n");
+    for h in &r.info.history {
+        let _ = writeln!(it, "{},{},{},{},{},{},{}", h.iteration, h.cost, h.expected, h.actual, h.mu, h.alpha, h.time);
+    }
+    write_atomic(&dir.join("iterations.csv"), it.as_bytes())?;
+
+    let mut sc = String::from("t");
+    for f in &r.feet {
+        let _ = write!(sc, ",{f}_gap,{f}_impulse_n,{f}_contact");
+    }
+    sc.push('\n');
+    for k in &r.knots {
+        let _ = write!(sc, "{}", k.t);
+        for f in 0..r.feet.len() {
+            let _ = write!(sc, ",{},{},{}", k.gap[f], k.impulse[f], k.contact[f] as u8);
+        }
+        sc.push('\n');
+    }
+    write_atomic(&dir.join("schedule.csv"), sc.as_bytes())?;
+
+    let start = &p.x0;
+    let target =
+        [p.cost.base_position[0] - start[0], p.cost.base_position[1] - start[1], p.cost.base_position[2] - start[2]];
+    let png = dir.join("summary.png");
+    crate::plot::cito_png(r, &target, &png).map_err(|e| anyhow::anyhow!("{}: {e}", png.display()))?;
+    let json = serde_json::to_string_pretty(&r.summary(&scene.file.name))?;
+    write_atomic(&dir.join("summary.json"), json.as_bytes())?;
+    Ok(())
+}
+
+/// One line per sensitivity: final cost, iterations, time, violations, repositioned feet.
+pub fn comparison_table(rows: &[CitoSummary]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "| sensitivity | status | final cost | iterations | time (s) | pose error (mm, deg) | max penetration (m) | max cone violation (N s) | feet repositioned |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        let feet = if r.feet_repositioned.is_empty() { "none".to_string() } else { r.feet_repositioned.join(", ") };
+        let _ = writeln!(
+            s,
+            "| {} | {:?} | {:.5} | {} | {:.2} | {:.1}, {:.2} | {:.1e} | {:.1e} | {} |",
+            r.sensitivity,
+            r.status,
+            r.final_cost,
+            r.iterations,
+            r.solve_time_s,
+            1e3 * r.pose_error_m,
+            r.pose_error_deg,
+            r.max_penetration_m,
+            r.max_cone_violation,
+            feet
+        );
+    }
+    s
+}
+
+/// Writes `comparison.md` and `comparison.json` into `dir`.
+pub fn write_comparison(scene: &Scene, rows: &[CitoSummary], dir: &Path) -> Result<()> {
+    let md =
+        format!("# {}: CITO with each sensitivity from the same start\n\n{}", scene.file.name, comparison_table(rows));
+    write_atomic(&dir.join("comparison.md"), md.as_bytes())?;
+    write_atomic(&dir.join("comparison.json"), serde_json::to_string_pretty(rows)?.as_bytes())?;
+    Ok(())
+}
+
+/// Runs the scene's MPC in closed loop and writes `summary.json`, `cycles.csv` (per replan:
+/// time, status, iterations, cost, solve time, base error) and `trace.csv` (per simulator step:
+/// time, base position, base error) into `dir`.
+pub fn run_mpc(
+    scene: &Scene,
+    duration: Option<f64>,
+    iterations: Option<usize>,
+    sensitivity: Option<crate::diff::Sensitivity>,
+    dir: Option<&Path>,
+) -> Result<crate::ocp::mpc::MpcReport> {
+    let mut last_print = -1.0;
+    let r = crate::ocp::mpc::run_closed_loop(scene, duration, iterations, sensitivity, None, &mut |c| {
+        if c.t - last_print >= 0.25 - 1e-9 {
+            last_print = c.t;
+            eprintln!(
+                "  t {:5.2} s  base error {:6.1} mm  solve {:5.2} ms  {:?}",
+                c.t,
+                1e3 * c.base_error_m,
+                c.solve_ms,
+                c.status
+            );
+        }
+    })
+    .map_err(anyhow::Error::msg)?;
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+        let mut cy = String::from("t,status,iterations,cost,solve_ms,base_error_m\n");
+        for c in &r.cycles {
+            let _ =
+                writeln!(cy, "{},{:?},{},{},{},{}", c.t, c.status, c.iterations, c.cost, c.solve_ms, c.base_error_m);
+        }
+        write_atomic(&dir.join("cycles.csv"), cy.as_bytes())?;
+        let mut tr = String::from("t,base_x,base_y,base_z,base_error_m\n");
+        for (t, p, e) in &r.trace {
+            let _ = writeln!(tr, "{t},{},{},{},{e}", p[0], p[1], p[2]);
+        }
+        write_atomic(&dir.join("trace.csv"), tr.as_bytes())?;
+        write_atomic(&dir.join("summary.json"), serde_json::to_string_pretty(&r.summary)?.as_bytes())?;
+    }
+    Ok(r)
+}

@@ -1,0 +1,130 @@
+//! Contact-implicit trajectory optimization on the shipped base-pose tasks (scenes/cito_*.ron):
+//! each target is reached (under 1 cm and 2 degrees at the final knot) with no penetration
+//! beyond 1e-4 m and impulses inside the friction cones, the far target repositions a foot with
+//! no schedule given, and from the same start the relaxed sensitivity ends at a final cost no
+//! higher than the exact one's (ties within the solver's stopping point, 0.1 %, count as equal).
+
+use contactlab::diff::Sensitivity;
+use contactlab::ocp::cito::{self, CitoProblem, CitoReport};
+use contactlab::ocp::{Ddp, Status};
+use contactlab::scene::Scene;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+fn scene(name: &str) -> Scene {
+    Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(name)).unwrap()
+}
+
+fn solve(s: &Scene, sensitivity: Option<Sensitivity>) -> CitoReport {
+    let p = CitoProblem::from_scene(s, sensitivity, None).unwrap();
+    cito::solve(&p, None, &mut |_| {})
+}
+
+fn check_task(name: &str) -> (CitoReport, CitoReport) {
+    let s = scene(&format!("{name}.ron"));
+    let relaxed = solve(&s, None);
+    let exact = solve(&s, Some(Sensitivity::Exact));
+    for r in [&relaxed, &exact] {
+        eprintln!(
+            "{name} {}: {:?} cost {:.5} in {} iterations ({:.2} s); error {:.1} mm {:.2} deg; penetration {:.1e} m; cone {:.1e}; repositioned {:?}",
+            r.sensitivity,
+            r.info.status,
+            r.info.cost,
+            r.info.iterations,
+            r.solve_time,
+            1e3 * r.pose_error_m,
+            r.pose_error_deg,
+            r.max_penetration_m,
+            r.max_cone_violation,
+            r.feet_repositioned
+        );
+    }
+    assert_eq!(relaxed.sensitivity, "relaxed", "the shipped tasks default to the relaxed sensitivity");
+    let r = &relaxed;
+    assert!(!matches!(r.info.status, Status::NonFinite | Status::InvalidInput), "{name}: {:?}", r.info.status);
+    assert!(r.pose_error_m < 0.01, "{name}: position error {} m", r.pose_error_m);
+    assert!(r.pose_error_deg < 2.0, "{name}: orientation error {} deg", r.pose_error_deg);
+    assert!(r.max_penetration_m <= 1e-4, "{name}: penetration {} m", r.max_penetration_m);
+    assert!(r.max_cone_violation <= 1e-9, "{name}: cone violation {}", r.max_cone_violation);
+    assert!(
+        relaxed.info.cost <= exact.info.cost * (1.0 + 1e-3),
+        "{name}: relaxed {} vs exact {}",
+        relaxed.info.cost,
+        exact.info.cost
+    );
+    (relaxed, exact)
+}
+
+#[test]
+fn raise() {
+    let (r, _) = check_task("cito_raise");
+    assert!(r.feet_repositioned.is_empty(), "{:?}", r.feet_repositioned);
+}
+
+#[test]
+fn lower() {
+    check_task("cito_lower");
+}
+
+#[test]
+fn shift() {
+    check_task("cito_shift");
+}
+
+#[test]
+fn roll() {
+    check_task("cito_roll");
+}
+
+#[test]
+fn pitch() {
+    check_task("cito_pitch");
+}
+
+#[test]
+fn yaw() {
+    check_task("cito_yaw");
+}
+
+#[test]
+fn far_target_repositions_a_foot_without_a_schedule() {
+    let (r, exact) = check_task("cito_far");
+    assert!(!r.feet_repositioned.is_empty(), "no foot repositioned");
+    // The schedule emerged: some foot is out of contact at some knot and back down at the end.
+    let last = r.knots.last().unwrap();
+    for f in &r.feet_repositioned {
+        let i = r.feet.iter().position(|n| n == f).unwrap();
+        assert!(r.knots.iter().any(|k| !k.contact[i]) && last.gap[i] <= cito::CONTACT_GAP, "{f}");
+    }
+    // The exact sensitivity, blind to the foot in the air, ends clearly worse.
+    assert!(exact.info.cost > r.info.cost, "exact {} vs relaxed {}", exact.info.cost, r.info.cost);
+}
+
+#[test]
+fn a_set_cancel_flag_stops_the_solve() {
+    let s = scene("cito_raise.ron");
+    let p = CitoProblem::from_scene(&s, None, Some(5)).unwrap();
+    let cancel = AtomicBool::new(true);
+    let r = cito::solve(&p, Some(&cancel), &mut |_| panic!("no iteration after a cancel"));
+    assert_eq!(r.info.status, Status::Cancelled);
+    // The problem is owned: it moves to a worker thread.
+    let handle = std::thread::spawn(move || {
+        let mut ddp = Ddp::new(p.shooting(), p.ddp);
+        ddp.solve(Some(&vec![p.u_guess.clone(); p.knots]), None).status
+    });
+    assert!(!matches!(handle.join().unwrap(), Status::NonFinite | Status::InvalidInput | Status::Cancelled));
+}
+
+#[test]
+fn a_bad_cito_section_is_a_located_error() {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/cito_raise.ron")).unwrap();
+    let bad = text.replace("iterations: 50,", "iterations: 50,\n        sensitivity: \"exactly\",");
+    let e = Scene::from_str(&bad, Path::new("scenes/bad.ron")).unwrap_err().to_string();
+    assert!(e.starts_with("scenes/bad.ron:") && e.contains("cito.sensitivity") && e.contains("exactly"), "{e}");
+    let bad = text.replace("knot_dt: 0.01", "knot_dt: 0.5");
+    let e = Scene::from_str(&bad, Path::new("scenes/bad.ron")).unwrap_err().to_string();
+    assert!(e.contains("knot_dt") && e.contains("(0, 0.1]"), "{e}");
+    let bad = text.replace("horizon: 0.3", "horizon: 0.001");
+    let e = Scene::from_str(&bad, Path::new("scenes/bad.ron")).unwrap_err().to_string();
+    assert!(e.contains("cito.horizon") && e.contains("knots"), "{e}");
+}
