@@ -190,7 +190,11 @@ impl Body {
             vertices: raw.vertices,
             block_half_width_m: raw.block_half_width_m,
         };
-        b.validate().map_err(|(field, message)| DataError::Params { path: path.into(), field: field.into(), message })?;
+        b.validate().map_err(|(field, message)| DataError::Params {
+            path: path.into(),
+            field: field.into(),
+            message,
+        })?;
         Ok(b)
     }
 
@@ -260,7 +264,8 @@ pub fn parse_toss(text: &str, path: &Path) -> Result<Toss, DataError> {
         }
         let mut x = [0.0; 14];
         for (c, f) in fields.iter().enumerate() {
-            let bad = |message: String| DataError::BadValue { path: path.into(), line: line_no, field: COLUMNS[c], message };
+            let bad =
+                |message: String| DataError::BadValue { path: path.into(), line: line_no, field: COLUMNS[c], message };
             let v: f64 = f.trim().parse().map_err(|_| bad(format!("`{}` is not a number", f.trim())))?;
             if !v.is_finite() {
                 return Err(bad(format!("{v} is not finite")));
@@ -341,10 +346,7 @@ impl Dataset {
 
     /// The transitions of the given tosses, in order.
     pub fn transitions(&self, tosses: &[usize]) -> Vec<Transition> {
-        tosses
-            .iter()
-            .flat_map(|&i| self.tosses[i].frames.windows(2).map(|w| Transition::new(&w[0], &w[1])))
-            .collect()
+        tosses.iter().flat_map(|&i| self.tosses[i].frames.windows(2).map(|w| Transition::new(&w[0], &w[1]))).collect()
     }
 }
 
@@ -437,7 +439,8 @@ pub fn split(data: &Dataset, settings: &SplitSettings) -> Split {
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
     groups.shuffle(&mut rng);
     let n = data.tosses.len() as f64;
-    let (n_test, n_valid) = ((settings.test_fraction * n).round() as usize, (settings.valid_fraction * n).round() as usize);
+    let (n_test, n_valid) =
+        ((settings.test_fraction * n).round() as usize, (settings.valid_fraction * n).round() as usize);
     let mut s = Split { train: vec![], valid: vec![], test: vec![] };
     for g in groups {
         let side = if s.test.len() < n_test {

@@ -55,9 +55,9 @@ pub fn toss_metrics(model: &LearnedModel, toss: &Toss) -> TossMetrics {
                 super::model::RolloutError::Step { step, .. } | super::model::RolloutError::NonFinite { step } => *step,
                 _ => 0,
             };
-            let prefix = model.rollout(&toss.frames[0], done).unwrap_or_else(|_| {
-                vec![Pose { p: toss.frames[0].p, q: toss.frames[0].q }]
-            });
+            let prefix = model
+                .rollout(&toss.frames[0], done)
+                .unwrap_or_else(|_| vec![Pose { p: toss.frames[0].p, q: toss.frames[0].q }]);
             (prefix, Some(e.to_string()))
         }
     };
@@ -110,10 +110,5 @@ pub fn evaluate(model: &LearnedModel, tosses: &[&Toss], threads: usize) -> EvalR
 /// Largest distance between learned vertex `i` and true corner `i` (training starts vertex `i`
 /// from corner `i`), in scaled units, i.e. as a fraction of the half width.
 pub fn vertex_error(model: &LearnedModel) -> f64 {
-    model
-        .vertices()
-        .iter()
-        .zip(&model.body.vertices)
-        .map(|(v, t)| (v - Vector3::from(*t)).norm())
-        .fold(0.0, f64::max)
+    model.vertices().iter().zip(&model.body.vertices).map(|(v, t)| (v - Vector3::from(*t)).norm()).fold(0.0, f64::max)
 }

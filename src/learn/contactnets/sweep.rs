@@ -161,8 +161,7 @@ pub fn png(rows: &[SweepRow], path: &Path) -> Result<(), Box<dyn std::error::Err
             .build_cartesian_2d((1f64..nmax).log_scale(), 0f64..hi)?;
         chart.configure_mesh().x_desc("training tosses").label_style(("sans-serif", 15)).draw()?;
         for (method, c) in methods.iter().zip(colours) {
-            let mut pts: Vec<(f64, f64)> =
-                m.iter().filter(|x| x.0 == *method).map(|x| (x.1 as f64, x.2[k])).collect();
+            let mut pts: Vec<(f64, f64)> = m.iter().filter(|x| x.0 == *method).map(|x| (x.1 as f64, x.2[k])).collect();
             if pts.is_empty() {
                 continue;
             }

@@ -27,7 +27,7 @@ pub struct TrainSettings {
     pub method: Method,
     /// Seed of the initialization and the batch order. Default 0.
     pub seed: u64,
-    /// Maximum number of Adam steps. Default 1500.
+    /// Maximum number of Adam steps. Default 3000.
     pub steps: usize,
     /// Transitions per step. Default 64.
     pub batch: usize,
@@ -41,6 +41,9 @@ pub struct TrainSettings {
     pub eval_every: usize,
     /// Evaluations without improvement before stopping. Default 6.
     pub patience: usize,
+    /// Factor on the learning rate after every evaluation without improvement (reduce on
+    /// plateau: mini-batch noise, not bias, is what stalls the validation loss). Default 0.7.
+    pub plateau_decay: f64,
     /// Initial vertices: the body's vertices plus uniform noise in `[-init_noise, init_noise]`
     /// per coordinate (scaled units). Default 0.3.
     pub init_noise: f64,
@@ -62,13 +65,14 @@ impl Default for TrainSettings {
         Self {
             method: Method::Poly,
             seed: 0,
-            steps: 1500,
+            steps: 3000,
             batch: 64,
             lr: 5e-3,
             lr_e2e: 1e-3,
             weight_decay: 1e-2,
             eval_every: 50,
             patience: 6,
+            plateau_decay: 0.7,
             init_noise: 0.3,
             init_mu: 0.3,
             deep_hidden: vec![32, 32],
@@ -98,6 +102,9 @@ impl TrainSettings {
             if !(x.is_finite() && x >= 0.0) {
                 return Err(format!("{name}: must be finite and >= 0, got {x}"));
             }
+        }
+        if !(self.plateau_decay > 0.0 && self.plateau_decay <= 1.0) {
+            return Err(format!("plateau_decay: must be in (0, 1], got {}", self.plateau_decay));
         }
         if !(self.init_mu.is_finite() && self.init_mu > 0.0) {
             return Err(format!("init_mu: must be finite and > 0, got {}", self.init_mu));
@@ -405,6 +412,7 @@ pub fn train(
                 if since_best >= settings.patience {
                     break;
                 }
+                adam.lr *= settings.plateau_decay;
             }
         }
     }
