@@ -347,3 +347,109 @@ fn polytope_beats_end_to_end_on_real_tosses() {
     let err = vertex_error(&out[0].0);
     assert!(err < 0.1, "learned corners {err:.4} half widths from the true ones");
 }
+
+#[test]
+fn model_files_round_trip_and_bad_ones_name_the_field() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let body = Body::default();
+    let ts = TrainSettings { method: Method::Deep, ..TrainSettings::default() };
+    let m = train::init_model(&body, &ts);
+    let path = dir.path().join("deep.json");
+    m.save(&path).expect("save");
+    let back = contactlab::learn::contactnets::load(&path).expect("load");
+    assert_eq!(back, m);
+    assert_eq!(back.vertices().len(), 8);
+
+    let text = std::fs::read_to_string(&path).expect("read").replacen("\"mu\": 0.3", "\"mu\": \"high\"", 1);
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, text).expect("write");
+    let e = contactlab::learn::contactnets::load(&bad).unwrap_err().to_string();
+    assert!(e.contains("bad.json:") && e.contains(": mu: invalid type"), "{e}");
+
+    let mut neg = m.clone();
+    neg.mu = -1.0;
+    let p = dir.path().join("neg.json");
+    neg.save(&p).expect("save");
+    let e = contactlab::learn::contactnets::load(&p).unwrap_err().to_string();
+    assert!(e.contains("neg.json: mu: must be finite and >= 0"), "{e}");
+}
+
+#[test]
+fn cli_trains_evaluates_and_sweeps() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_contactlab"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(args)
+            .output()
+            .expect("run contactlab");
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let data = data_dir();
+    let data = data.to_str().expect("utf-8 path");
+    let model = dir.path().join("poly.json");
+    let model = model.to_str().expect("utf-8 path");
+    let out = run(&[
+        "contactnets",
+        "train",
+        "--data",
+        data,
+        "--method",
+        "poly",
+        "--tosses",
+        "2",
+        "--steps",
+        "30",
+        "--out",
+        model,
+    ]);
+    assert!(out.contains("test split (92 tosses)"), "{out}");
+
+    // Any folder of toss CSVs: three real tosses copied to a temporary folder.
+    let tosses = dir.path().join("tosses");
+    std::fs::create_dir(&tosses).expect("mkdir");
+    for n in ["toss_000.csv", "toss_001.csv", "toss_002.csv"] {
+        std::fs::copy(data_dir().join(n), tosses.join(n)).expect("copy");
+    }
+    let json = dir.path().join("eval.json");
+    run(&[
+        "contactnets",
+        "eval",
+        "--model",
+        model,
+        "--data",
+        tosses.to_str().expect("utf-8"),
+        "--out",
+        json.to_str().expect("utf-8"),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("eval.json")).expect("json");
+    for key in ["position_error_pct", "angle_error_deg", "penetration_pct"] {
+        assert!(v[key].as_f64().is_some_and(|x| x.is_finite() && x >= 0.0), "{key}: {}", v[key]);
+    }
+    assert_eq!(v["per_toss"].as_array().map(|a| a.len()), Some(3));
+
+    let sweep = dir.path().join("sweep");
+    let s = sweep.to_str().expect("utf-8");
+    run(&[
+        "contactnets",
+        "sweep",
+        "--data",
+        data,
+        "--out",
+        s,
+        "--tosses",
+        "1",
+        "--seeds",
+        "0",
+        "--methods",
+        "poly,e2e",
+        "--steps",
+        "20",
+    ]);
+    for f in ["sweep.json", "sweep.md", "sweep.png"] {
+        assert!(sweep.join(f).exists(), "{f} missing");
+    }
+    let table = std::fs::read_to_string(sweep.join("sweep.md")).expect("table");
+    assert!(table.contains("| poly | 1 | 1 |") && table.contains("| e2e | 1 | 1 |"), "{table}");
+}
