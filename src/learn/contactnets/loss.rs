@@ -34,9 +34,14 @@
 //! smoothed norm; the dissipation term vanishes exactly when `l_t` points against the sliding
 //! velocity with `||l_t|| = l_n` (the sliding branch of maximal dissipation), the convex squared
 //! form of the original. Complementarity is squared (`(phi' l_n)^2`) rather than linear so the
-//! whole objective is a convex quadratic in the unknowns (phi' is data here). Default weights
-//! are those of the original `block3d` experiment: `w_cn = w_ct = 1`, `w_m = 0.1`, `w_d = 1`,
-//! `w_s = 1`. Only contacts with `phi'_i` below [`LossSettings::margin`] enter the problem: a
+//! whole objective is a convex quadratic in the unknowns (phi' is data here). Default weights:
+//! `w_cn = w_ct = 1`, `w_d = 1`, `w_s = 1` as in the original `block3d` experiment, and
+//! `w_m = 0.01` instead of its 0.1: on the real tosses (64 tosses, seeds 0-2) 0.1 learns a polytope
+//! shrunk and shifted along body `-z` (max corner error 0.09-0.12 half widths, the `+z` face at
+//! 0.89-0.96 while the data's resting heights put every face at 0.976-0.981), 0.01 learns corners
+//! within 0.07-0.085 with the faces at 0.94-0.99 and better rollouts; 0.003 is about the same as
+//! 0.01. A low match weight lets the complementarity terms, which see the geometry directly,
+//! dominate the velocity residual that restitution and filtered velocities leave. Only contacts with `phi'_i` below [`LossSettings::margin`] enter the problem: a
 //! corner that far from the ground carries no impulse at the optimum (its complementarity
 //! weight `phi'^2` is large), and dropping it keeps the problem at 4 to 8 unknowns per corner in
 //! contact instead of 32.
@@ -69,7 +74,7 @@ pub struct LossWeights {
     pub comp_n: f64,
     /// Tangential complementarity `(phi' ||l_t||)^2`. Default 1.
     pub comp_t: f64,
-    /// Velocity match `||v(lambda) - nu'||^2`. Default 0.1.
+    /// Velocity match `||v(lambda) - nu'||^2`. Default 0.01.
     pub matching: f64,
     /// Maximum dissipation. Default 1.
     pub dissipation: f64,
@@ -79,7 +84,7 @@ pub struct LossWeights {
 
 impl Default for LossWeights {
     fn default() -> Self {
-        Self { comp_n: 1.0, comp_t: 1.0, matching: 0.1, dissipation: 1.0, slack: 1.0 }
+        Self { comp_n: 1.0, comp_t: 1.0, matching: 0.01, dissipation: 1.0, slack: 1.0 }
     }
 }
 
@@ -298,38 +303,22 @@ pub fn transition_loss(
     let a_csc = dense_csc(&am);
     let mut cones: Vec<SupportedConeT<f64>> = (0..k).map(|_| SupportedConeT::SecondOrderConeT(3)).collect();
     cones.push(SupportedConeT::NonnegativeConeT(k));
-    let tol = settings.tolerance;
-    let cs = DefaultSettings {
-        verbose: false,
-        tol_gap_abs: tol,
-        tol_gap_rel: tol,
-        tol_feas: tol,
-        tol_ktratio: tol.sqrt().min(1e-6),
-        max_iter: settings.max_iterations,
-        ..DefaultSettings::default()
-    };
-    let mut solver = match DefaultSolver::new(&p, &cv, &a_csc, &bv, &cones, cs) {
-        Ok(s) => s,
-        Err(_) => {
-            out.status = InnerStatus::Failed;
-            return out;
+    // A tight tolerance occasionally stalls (Clarabel's InsufficientProgress) on an
+    // ill-conditioned transition; the solve is then repeated at 1e-8 and reported AlmostSolved.
+    let mut attempt = None;
+    for (tol, status) in
+        [(settings.tolerance, InnerStatus::Solved), (settings.tolerance.max(1e-8), InnerStatus::AlmostSolved)]
+    {
+        if let Some((x, z, almost)) = solve_qp(&p, &cv, &a_csc, &bv, &cones, tol, settings.max_iterations) {
+            attempt = Some((x, z, if almost { InnerStatus::AlmostSolved } else { status }));
+            break;
         }
-    };
-    solver.solve();
-    out.status = match solver.solution.status {
-        SolverStatus::Solved => InnerStatus::Solved,
-        SolverStatus::AlmostSolved => InnerStatus::AlmostSolved,
-        _ => {
-            out.status = InnerStatus::Failed;
-            return out;
-        }
-    };
-    let x = &solver.solution.x;
-    let z = &solver.solution.z;
-    if !x.iter().chain(z.iter()).all(|v| v.is_finite()) {
+    }
+    let Some((x, z, status)) = attempt else {
         out.status = InnerStatus::Failed;
         return out;
-    }
+    };
+    out.status = status;
     let lam = nalgebra::DVector::from_column_slice(&x[..nl]);
     let e = delta0 + &bmat * &lam; // v(lambda) - nu'
     let v_pred = v_free + &bmat * &lam;
@@ -391,6 +380,40 @@ pub fn transition_loss(
         }
     }
     out
+}
+
+/// Clarabel on `min 1/2 x^T P x + q^T x  s.t.  A x + s = b, s in K` at tolerance `tol`: the
+/// primal and dual solutions and whether it only reached the reduced tolerances, or `None`.
+fn solve_qp(
+    p: &CscMatrix<f64>,
+    q: &[f64],
+    a: &CscMatrix<f64>,
+    b: &[f64],
+    cones: &[SupportedConeT<f64>],
+    tol: f64,
+    max_iter: u32,
+) -> Option<(Vec<f64>, Vec<f64>, bool)> {
+    let cs = DefaultSettings {
+        verbose: false,
+        tol_gap_abs: tol,
+        tol_gap_rel: tol,
+        tol_feas: tol,
+        tol_ktratio: tol.sqrt().min(1e-6),
+        max_iter,
+        ..DefaultSettings::default()
+    };
+    let mut solver = DefaultSolver::new(p, q, a, b, cones, cs).ok()?;
+    solver.solve();
+    let almost = match solver.solution.status {
+        SolverStatus::Solved => false,
+        SolverStatus::AlmostSolved => true,
+        _ => return None,
+    };
+    let (x, z) = (solver.solution.x.clone(), solver.solution.z.clone());
+    if !x.iter().chain(z.iter()).all(|v| v.is_finite()) {
+        return None;
+    }
+    Some((x, z, almost))
 }
 
 /// `(d_z, d_x, d_y) = R^T (e_z, e_x, e_y)`: the rows of `R`.
