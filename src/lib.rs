@@ -12,6 +12,7 @@ pub mod diff;
 pub mod dynamics;
 pub mod gradcheck;
 pub mod io;
+pub mod learn;
 pub mod linalg;
 pub mod model;
 pub mod ocp;

@@ -138,6 +138,11 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// ContactNets (issue 7): learn the contact geometry of a tossed cube from trajectories.
+    Contactnets {
+        #[command(subcommand)]
+        command: ContactnetsCommand,
+    },
     CheckDynamics {
         /// URDF file; the root link becomes a free-flyer.
         #[arg(long)]
@@ -148,6 +153,77 @@ enum Command {
         /// Largest relative error accepted.
         #[arg(long, default_value_t = 1e-9)]
         tolerance: f64,
+    },
+}
+
+#[derive(Subcommand)]
+enum ContactnetsCommand {
+    /// Train on the first N training tosses of DIR's seeded, duplicate-aware split; prints the
+    /// rollout metrics on the test split and writes MODEL (JSON).
+    Train {
+        /// Folder of toss CSVs (with params.json), e.g. ../shared/data/cube_tosses.
+        #[arg(long)]
+        data: PathBuf,
+        /// poly | deep | e2e.
+        #[arg(long, default_value = "poly")]
+        method: String,
+        /// Number of training tosses.
+        #[arg(long)]
+        tosses: usize,
+        /// Seed of the split, the initialization and the batches.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Maximum number of Adam steps.
+        #[arg(long)]
+        steps: Option<usize>,
+        /// Transitions per Adam step.
+        #[arg(long)]
+        batch: Option<usize>,
+        /// Learning rate (poly, deep; e2e uses --lr-e2e).
+        #[arg(long)]
+        lr: Option<f64>,
+        #[arg(long)]
+        lr_e2e: Option<f64>,
+        /// Evaluations without improvement before stopping.
+        #[arg(long)]
+        patience: Option<usize>,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Output model file (JSON, written atomically).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Roll out every toss CSV of a folder from its first frame and write the metrics (JSON).
+    Eval {
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+    },
+    /// Metrics against the number of training tosses per method and seed: writes DIR/sweep.json,
+    /// DIR/sweep.md (table) and DIR/sweep.png.
+    Sweep {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        /// Comma-separated numbers of training tosses.
+        #[arg(long, default_value = "1,4,16,64,256")]
+        tosses: String,
+        /// Comma-separated seeds.
+        #[arg(long, default_value = "0,1")]
+        seeds: String,
+        /// Comma-separated methods.
+        #[arg(long, default_value = "poly,deep,e2e")]
+        methods: String,
+        #[arg(long)]
+        steps: Option<usize>,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
     },
 }
 
@@ -229,6 +305,8 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
+    },
+        Some(Command::Contactnets { command }) => contactnets(command),
         Some(Command::Gradcheck {
             scene,
             param,
@@ -390,4 +468,143 @@ fn check(urdf_path: PathBuf, fixture: PathBuf, tolerance: f64) -> Result<()> {
     }
     println!("ok: all within {tolerance:e}");
     Ok(())
+}
+
+fn list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>> {
+    s.split(',').map(|x| x.trim().parse::<T>().map_err(|_| anyhow::anyhow!("--{what}: cannot parse `{x}`"))).collect()
+}
+
+fn contactnets(command: ContactnetsCommand) -> Result<()> {
+    use contactlab::learn::contactnets::{data, eval, model, sweep, train};
+    match command {
+        ContactnetsCommand::Train {
+            data: dir,
+            method,
+            tosses,
+            seed,
+            steps,
+            batch,
+            lr,
+            lr_e2e,
+            patience,
+            threads,
+            out,
+        } => {
+            let method: model::Method = method.parse().map_err(|e: String| anyhow::anyhow!("--method: {e}"))?;
+            let d = data::Dataset::load(&dir)?;
+            let sp = data::split(&d, &data::SplitSettings { seed, ..Default::default() });
+            if tosses == 0 || tosses > sp.train.len() {
+                bail!(
+                    "--tosses: must be in 1..={} (the training split of {}), got {tosses}",
+                    sp.train.len(),
+                    dir.display()
+                );
+            }
+            let nv = tosses.div_ceil(4).max(1).min(sp.valid.len());
+            let mut ts = train::TrainSettings { method, seed, threads, ..Default::default() };
+            ts.steps = steps.unwrap_or(ts.steps);
+            ts.batch = batch.unwrap_or(ts.batch);
+            ts.lr = lr.unwrap_or(ts.lr);
+            ts.lr_e2e = lr_e2e.unwrap_or(ts.lr_e2e);
+            ts.patience = patience.unwrap_or(ts.patience);
+            let tr = d.transitions(&sp.train[..tosses]);
+            let va = d.transitions(&sp.valid[..nv]);
+            let (mut m, rep) = train::train(&d.body, &tr, &va, &ts).map_err(|e| anyhow::anyhow!(e))?;
+            let test: Vec<_> = sp.test.iter().map(|&i| &d.tosses[i]).collect();
+            let ev = eval::evaluate(&m, &test, threads);
+            m.info = serde_json::json!({
+                "data": dir.display().to_string(),
+                "tosses": tosses,
+                "seed": seed,
+                "train_tosses": sp.train[..tosses].iter().map(|&i| d.tosses[i].name.clone()).collect::<Vec<_>>(),
+                "valid_tosses": nv,
+                "train_transitions": tr.len(),
+                "report": rep,
+                "test": {"tosses": ev.tosses, "position_error_pct": ev.position_error_pct,
+                         "angle_error_deg": ev.angle_error_deg, "penetration_pct": ev.penetration_pct},
+            });
+            m.save(&out).with_context(|| format!("{}: cannot write", out.display()))?;
+            println!(
+                "{}: {} tosses ({} transitions), {} steps (best {} , valid loss {:.4e}) in {:.1} s; {} failed inner solves",
+                method.name(),
+                tosses,
+                tr.len(),
+                rep.steps,
+                rep.best_step,
+                rep.best_valid,
+                rep.wall_seconds,
+                rep.failed_solves
+            );
+            if method != model::Method::E2e {
+                println!("mu {:.4}, max vertex error {:.4} half widths", m.mu, eval::vertex_error(&m));
+            }
+            println!(
+                "test split ({} tosses): position {:.2} % width, angle {:.2} deg, penetration {:.3} % width",
+                ev.tosses, ev.position_error_pct, ev.angle_error_deg, ev.penetration_pct
+            );
+            println!("wrote {}", out.display());
+            Ok(())
+        }
+        ContactnetsCommand::Eval { model: path, data: dir, out, threads } => {
+            let m = model::load(&path)?;
+            let d = data::Dataset::load(&dir)?;
+            let all: Vec<_> = d.tosses.iter().collect();
+            let ev = eval::evaluate(&m, &all, threads);
+            let text = serde_json::to_string_pretty(&ev)?;
+            contactlab::io::write_atomic(&out, text.as_bytes())
+                .with_context(|| format!("{}: cannot write", out.display()))?;
+            println!(
+                "{} tosses: position {:.2} % width, angle {:.2} deg, penetration {:.3} % width ({} rollouts failed)",
+                ev.tosses, ev.position_error_pct, ev.angle_error_deg, ev.penetration_pct, ev.failed_rollouts
+            );
+            println!("wrote {}", out.display());
+            Ok(())
+        }
+        ContactnetsCommand::Sweep { data: dir, out, tosses, seeds, methods, steps, threads } => {
+            let d = data::Dataset::load(&dir)?;
+            let mut s = sweep::SweepSettings {
+                tosses: list(&tosses, "tosses")?,
+                seeds: list(&seeds, "seeds")?,
+                methods: list(&methods, "methods")?,
+                ..Default::default()
+            };
+            s.train.threads = threads;
+            if let Some(st) = steps {
+                s.train.steps = st;
+            }
+            std::fs::create_dir_all(&out).with_context(|| format!("{}: cannot create", out.display()))?;
+            let started = Instant::now();
+            let rows = sweep::run(&d, &s, |r| {
+                println!(
+                    "{:>4} {:>4} tosses seed {}: pos {:6.2} %  angle {:6.2} deg  pen {:6.3} %  vertex err {:.3}  mu {:.3}  {} steps {:.1} s",
+                    r.method.name(),
+                    r.tosses,
+                    r.seed,
+                    r.position_error_pct,
+                    r.angle_error_deg,
+                    r.penetration_pct,
+                    r.vertex_error,
+                    r.mu,
+                    r.steps,
+                    r.train_seconds
+                );
+            })
+            .map_err(|e| anyhow::anyhow!(e))?;
+            let json = serde_json::to_string_pretty(&serde_json::json!({"settings": s, "rows": rows}))?;
+            contactlab::io::write_atomic(&out.join("sweep.json"), json.as_bytes())?;
+            let table = sweep::table(&rows);
+            contactlab::io::write_atomic(&out.join("sweep.md"), table.as_bytes())?;
+            // plotters writes the PNG itself: render to a temporary name, then rename into place.
+            let tmp = out.join(".sweep.png.tmp.png");
+            sweep::png(&rows, &tmp).map_err(|e| anyhow::anyhow!("sweep.png: {e}"))?;
+            std::fs::rename(&tmp, out.join("sweep.png"))?;
+            print!("{table}");
+            println!(
+                "wrote {}/sweep.json, sweep.md, sweep.png in {:.1} s",
+                out.display(),
+                started.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+    }
 }

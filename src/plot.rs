@@ -10,7 +10,7 @@ use std::sync::Once;
 
 static FONTS: Once = Once::new();
 
-fn fonts() {
+pub(crate) fn fonts() {
     FONTS.call_once(|| {
         // Both calls only fail on a malformed font, and these are compiled in.
         let _ = register_font("sans-serif", FontStyle::Normal, epaint_default_fonts::UBUNTU_LIGHT);
