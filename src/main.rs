@@ -305,7 +305,6 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-    },
         Some(Command::Contactnets { command }) => contactnets(command),
         Some(Command::Gradcheck {
             scene,
