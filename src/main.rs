@@ -370,11 +370,15 @@ fn view(a: ViewArgs) -> Result<()> {
 }
 
 #[cfg(not(feature = "viewer"))]
-fn view(_: ViewArgs) -> Result<()> {
+fn view(a: ViewArgs) -> Result<()> {
+    // Say what was asked for, so a headless build's user knows which run they did not get.
+    let ViewArgs { scene, screenshot, frames, sweep, width, height } = a;
+    let _ = (screenshot, frames, sweep, width, height);
     bail!(
-        "this build has no desktop app (built without the `viewer` feature).\n\
+        "cannot open {}: this build has no desktop app (built without the `viewer` feature).\n\
          Headless: contactlab simulate scenes/quadruped_stand.ron --duration 2 --out run.csv\n\
-         (contactlab --help lists every command)"
+         (contactlab --help lists every command)",
+        scene.map_or_else(|| "the default scene".to_string(), |p| p.display().to_string())
     )
 }
 
