@@ -138,6 +138,51 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Policy learning (DESIGN 6): train a policy on the scene's `learn` task by BPTT through
+    /// the contact simulator or by PPO. Writes DIR/progress.csv (return against simulated steps
+    /// and wall time), DIR/checkpoint.json, DIR/policy.json and DIR/summary.json.
+    Train {
+        /// bptt | ppo.
+        algorithm: String,
+        /// Scene file with a `learn` section, e.g. scenes/learn_stand.ron.
+        scene: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Simulated-step budget (default: 150000 for bptt, 2000000 for ppo).
+        #[arg(long)]
+        steps: Option<usize>,
+        /// BPTT's contact sensitivity: exact, signorini or relaxed (default: the scene's).
+        #[arg(long)]
+        sensitivity: Option<String>,
+        /// Adam learning rate (default: 1e-3 for bptt, 3e-4 for ppo).
+        #[arg(long)]
+        lr: Option<f64>,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Several seeds of BPTT (relaxed, exact) and PPO on the scene's `learn` task; writes
+    /// DIR/comparison.md, DIR/comparison.json and DIR/learning.png (runs in DIR/<learner>/seed<S>/
+    /// are reused when their summary.json exists).
+    CompareLearning {
+        /// Scene file with a `learn` section (default scenes/learn_stand.ron).
+        #[arg(default_value = "scenes/learn_stand.ron")]
+        scene: PathBuf,
+        /// Comma-separated seeds.
+        #[arg(long, default_value = "0,1,2")]
+        seeds: String,
+        /// Comma-separated learners.
+        #[arg(long, default_value = "bptt-relaxed,bptt-exact,ppo")]
+        algorithms: String,
+        /// Simulated-step budget of each BPTT run.
+        #[arg(long, default_value_t = 150_000)]
+        bptt_steps: usize,
+        /// Simulated-step budget of each PPO run.
+        #[arg(long, default_value_t = 2_000_000)]
+        ppo_steps: usize,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// ContactNets (issue 7): learn the contact geometry of a tossed cube from trajectories.
     Contactnets {
         #[command(subcommand)]
@@ -306,6 +351,60 @@ fn main() -> Result<()> {
             Ok(())
         }
         Some(Command::Contactnets { command }) => contactnets(command),
+        Some(Command::Train { algorithm, scene, seed, steps, sensitivity, lr, out }) => {
+            use contactlab::learn::report::{run_train, Algorithm};
+            let sc = Scene::load(&scene)?;
+            let task = contactlab::learn::Task::from_scene(&sc).map_err(anyhow::Error::msg)?;
+            let algo = match (algorithm.as_str(), sensitivity) {
+                ("bptt", Some(s)) => Algorithm::parse(&format!("bptt-{s}"), &task)?,
+                ("bptt" | "ppo", None) => Algorithm::parse(&algorithm, &task)?,
+                ("ppo", Some(_)) => bail!("--sensitivity applies to bptt only"),
+                (a, _) => bail!("unknown learner `{a}`: expected bptt or ppo"),
+            };
+            let steps = steps.unwrap_or(if algo == Algorithm::Ppo { 2_000_000 } else { 150_000 });
+            if steps == 0 {
+                bail!("--steps must be at least 1");
+            }
+            eprintln!(
+                "{}: {} on `{}` ({} steps of {} s per episode), seed {seed}, {steps} simulated steps",
+                sc.file.name,
+                algo.name(),
+                task.spec.task,
+                task.steps,
+                task.settings.dt
+            );
+            if lr.is_some_and(|l| !(l.is_finite() && l > 0.0)) {
+                bail!("--lr must be a positive number");
+            }
+            let s = run_train(&task, algo, seed, steps, lr, &out, true)?;
+            println!(
+                "{}: final return {:.3} (initial {:.3}, target {:.3}{}) after {} simulated steps in {:.1} s",
+                s.algorithm,
+                s.final_return,
+                s.initial_return,
+                s.target_return,
+                s.steps_to_target.map(|n| format!(", reached at {n} steps")).unwrap_or_default(),
+                s.sim_steps,
+                s.seconds
+            );
+            println!("wrote {}/progress.csv, checkpoint.json, policy.json, summary.json", out.display());
+            Ok(())
+        }
+        Some(Command::CompareLearning { scene, seeds, algorithms, bptt_steps, ppo_steps, out }) => {
+            let sc = Scene::load(&scene)?;
+            let task = contactlab::learn::Task::from_scene(&sc).map_err(anyhow::Error::msg)?;
+            let settings = contactlab::learn::report::CompareSettings {
+                seeds: list(&seeds, "seeds")?,
+                algorithms: algorithms.split(',').map(|s| s.trim().to_string()).collect(),
+                bptt_steps,
+                ppo_steps,
+            };
+            std::fs::create_dir_all(&out).with_context(|| format!("{}: cannot create", out.display()))?;
+            let (_, table) = contactlab::learn::report::compare(&task, &settings, &out)?;
+            print!("{table}");
+            println!("wrote {}/comparison.md, comparison.json, learning.png", out.display());
+            Ok(())
+        }
         Some(Command::Gradcheck {
             scene,
             param,

@@ -1,4 +1,25 @@
-//! Learning from data and through the simulator (DESIGN 6). So far: ContactNets, learning the
-//! contact geometry of a tossed cube from real trajectories.
+//! Learning from data and through the simulator (DESIGN 6).
+//!
+//! - [`mlp`]: a small MLP (tanh or ELU) with vector-Jacobian products, and Adam(W);
+//! - [`task`]: the quadruped tasks both policy learners share (observation, action, cost,
+//!   resets, pushes);
+//! - [`policy`]: a trained policy with its normalization, JSON files, and how to drive a
+//!   simulation with it;
+//! - [`bptt`]: backpropagation through time through the contact simulator's transition
+//!   Jacobians;
+//! - [`ppo`]: the PPO baseline on the same task and simulator;
+//! - [`report`]: the `train` and `compare-learning` commands' files (CSV, JSON, PNG);
+//! - [`contactnets`]: learning the contact geometry of a tossed cube from real trajectories.
 
+pub mod bptt;
 pub mod contactnets;
+pub mod mlp;
+pub mod policy;
+pub mod ppo;
+pub mod report;
+pub mod task;
+
+pub use bptt::{train_bptt, BpttConfig, IterLog, TrainResult, TrainStatus};
+pub use policy::Policy;
+pub use ppo::{train_ppo, PpoConfig};
+pub use task::{Command, Episode, Task, TaskKind};

@@ -87,3 +87,16 @@ pub fn height_grid<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::
     }
     Ok(g)
 }
+
+pub fn probability<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    check(d, |x| x.is_finite() && (0.0..=1.0).contains(&x), "[0, 1]")
+}
+
+pub fn non_negative2<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 2], D::Error> {
+    let x = <[f64; 2]>::deserialize(d)?;
+    if x.iter().all(|&v| v.is_finite() && v >= 0.0) {
+        Ok(x)
+    } else {
+        Err(D::Error::custom(format!("{x:?} is out of range: each entry must be in [0, inf)")))
+    }
+}

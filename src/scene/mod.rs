@@ -381,6 +381,176 @@ pub struct MpcSpec {
     pub recovery_time: f64,
 }
 
+fn default_learn_task() -> String {
+    "stand".into()
+}
+fn default_episode() -> f64 {
+    0.5
+}
+fn default_action_scale() -> f64 {
+    0.3
+}
+fn default_hidden() -> Vec<usize> {
+    vec![64, 64]
+}
+fn default_activation() -> String {
+    "tanh".into()
+}
+fn default_learn_kappa() -> f64 {
+    1e-3
+}
+fn default_learn_delta() -> f64 {
+    1e-2
+}
+
+/// Ranges of the commands a learning task samples per episode (uniform, symmetric about zero
+/// unless stated).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LearnCommandSpec {
+    /// Base height offset from the settled stance (m) [0.04] and roll, pitch, yaw offsets
+    /// about the world axes (rad) [(0.1, 0.1, 0.1)] (stand).
+    #[serde(deserialize_with = "check::non_negative")]
+    pub height: f64,
+    #[serde(deserialize_with = "check::non_negative3")]
+    pub rpy: [f64; 3],
+    /// Forward speed range (m/s) [(0.2, 0.5)] and gait clock frequency (Hz) [2] (walk).
+    #[serde(deserialize_with = "check::non_negative2")]
+    pub speed: [f64; 2],
+    #[serde(deserialize_with = "check::positive")]
+    pub gait_frequency: f64,
+}
+
+impl Default for LearnCommandSpec {
+    fn default() -> Self {
+        Self { height: 0.04, rpy: [0.1, 0.1, 0.1], speed: [0.2, 0.5], gait_frequency: 2.0 }
+    }
+}
+
+/// Reset distribution around the settled stance (uniform, symmetric).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LearnInitSpec {
+    /// Joint position offsets (rad) [0.05], base linear and angular velocity per body axis
+    /// (m/s, rad/s) [0.2, 0.3], and a drop: base raised by up to this (m) [0.01].
+    #[serde(deserialize_with = "check::non_negative")]
+    pub joints: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub base_linear_velocity: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub base_angular_velocity: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub drop: f64,
+}
+
+impl Default for LearnInitSpec {
+    fn default() -> Self {
+        Self { joints: 0.05, base_linear_velocity: 0.2, base_angular_velocity: 0.3, drop: 0.01 }
+    }
+}
+
+/// Random horizontal pushes on the trunk during training and evaluation episodes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LearnPushSpec {
+    /// Probability that an episode has a push [0.7].
+    #[serde(deserialize_with = "check::probability")]
+    pub probability: f64,
+    /// Force magnitude (N) [(20, 50)], start within the episode (s) [(0, 0.3)], duration (s)
+    /// [(0.1, 0.2)]; the direction is uniform in the horizontal plane.
+    #[serde(deserialize_with = "check::non_negative2")]
+    pub force: [f64; 2],
+    #[serde(deserialize_with = "check::non_negative2")]
+    pub start: [f64; 2],
+    #[serde(deserialize_with = "check::non_negative2")]
+    pub duration: [f64; 2],
+}
+
+impl Default for LearnPushSpec {
+    fn default() -> Self {
+        Self { probability: 0.7, force: [20.0, 50.0], start: [0.0, 0.3], duration: [0.1, 0.2] }
+    }
+}
+
+/// Per-step cost weights of a learning task (`learn::task` module docs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LearnWeights {
+    /// Base height error (1/m^2) [2500], orientation log-map error (1/rad^2) [100], base
+    /// linear [1] and angular [0.2] velocity, joint velocity [1e-3], action [0.01], forward
+    /// speed error (walk) [10].
+    #[serde(deserialize_with = "check::non_negative")]
+    pub height: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub orientation: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub linear_velocity: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub angular_velocity: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub joint_velocity: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub action: f64,
+    #[serde(deserialize_with = "check::non_negative")]
+    pub speed: f64,
+}
+
+impl Default for LearnWeights {
+    fn default() -> Self {
+        Self {
+            height: 2500.0,
+            orientation: 100.0,
+            linear_velocity: 1.0,
+            angular_velocity: 0.2,
+            joint_velocity: 1e-3,
+            action: 0.01,
+            speed: 10.0,
+        }
+    }
+}
+
+/// A policy-learning task (`contactlab train`, DESIGN 6; `learn::task`). The scene's `dt` is the
+/// control period and simulation step; its `JointPd` gains turn actions (joint targets) into
+/// torques; its `pulls` are the shipped pushes of the standing check.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LearnSpec {
+    /// `stand` (track a commanded base height and orientation under pushes) or `walk` (walk
+    /// forward at a commanded speed) [stand].
+    #[serde(default = "default_learn_task")]
+    pub task: String,
+    /// Episode length (s) [0.5].
+    #[serde(default = "default_episode", deserialize_with = "check::positive")]
+    pub episode: f64,
+    /// Time under the scene's controller that gives the nominal stance (s) [1].
+    #[serde(default = "default_settle", deserialize_with = "check::non_negative")]
+    pub settle: f64,
+    /// Joint target offset per unit action (rad) [0.3].
+    #[serde(default = "default_action_scale", deserialize_with = "check::positive")]
+    pub action_scale: f64,
+    /// Hidden layer widths [[64, 64]] and activation `tanh` or `elu` [tanh].
+    #[serde(default = "default_hidden")]
+    pub hidden: Vec<usize>,
+    #[serde(default = "default_activation")]
+    pub activation: String,
+    #[serde(default)]
+    pub command: LearnCommandSpec,
+    #[serde(default)]
+    pub init: LearnInitSpec,
+    #[serde(default)]
+    pub push: LearnPushSpec,
+    #[serde(default)]
+    pub weights: LearnWeights,
+    /// BPTT's contact sensitivity `exact`, `signorini` or `relaxed` [relaxed], its relaxation
+    /// (N s m/s) [1e-3] and normal shift (m/s) [1e-2]; the command line overrides them.
+    #[serde(default = "default_ocp_sensitivity")]
+    pub sensitivity: String,
+    #[serde(default = "default_learn_kappa", deserialize_with = "check::positive")]
+    pub kappa: f64,
+    #[serde(default = "default_learn_delta", deserialize_with = "check::non_negative")]
+    pub delta: f64,
+}
+
 /// The file format, as written.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename = "Scene", deny_unknown_fields)]
@@ -418,6 +588,9 @@ pub struct SceneFile {
     /// Closed-loop MPC of `mpc`.
     #[serde(default)]
     pub mpc: Option<MpcSpec>,
+    /// Policy-learning task of `train` and `compare-learning`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learn: Option<LearnSpec>,
 }
 
 #[derive(Debug, Error)]
@@ -695,6 +868,68 @@ impl Scene {
                     format!("{section}.horizon"),
                     format!("{horizon} s at knot_dt {knot_dt} s gives {knots:.1} knots: allowed [1, 1000]"),
                 ));
+            }
+        }
+        if let Some(l) = &sf.learn {
+            if !model.has_free_flyer() || model.nu == 0 {
+                return Err(invalid("learn", "learn".into(), "needs a floating-base robot with actuators".into()));
+            }
+            if !matches!(sf.controller, ControllerSpec::JointPd { .. }) {
+                return Err(invalid(
+                    "learn",
+                    "learn".into(),
+                    "needs a JointPd controller (its gains turn joint targets into torques)".into(),
+                ));
+            }
+            if !["stand", "walk"].contains(&l.task.as_str()) {
+                return Err(invalid(
+                    &format!("\"{}\"", l.task),
+                    "learn.task".into(),
+                    format!("unknown task `{}`: expected stand or walk", l.task),
+                ));
+            }
+            if !["exact", "signorini", "relaxed"].contains(&l.sensitivity.as_str()) {
+                return Err(invalid(
+                    &format!("\"{}\"", l.sensitivity),
+                    "learn.sensitivity".into(),
+                    format!("unknown sensitivity `{}`: expected exact, signorini or relaxed", l.sensitivity),
+                ));
+            }
+            if !["tanh", "elu"].contains(&l.activation.as_str()) {
+                return Err(invalid(
+                    &format!("\"{}\"", l.activation),
+                    "learn.activation".into(),
+                    format!("unknown activation `{}`: expected tanh or elu", l.activation),
+                ));
+            }
+            if l.hidden.is_empty() || l.hidden.iter().any(|&w| w == 0 || w > 1024) {
+                return Err(invalid(
+                    "hidden",
+                    "learn.hidden".into(),
+                    format!("{:?}: needs at least one layer, widths in [1, 1024]", l.hidden),
+                ));
+            }
+            let steps = l.episode / sf.dt;
+            if !(steps.round() >= 2.0 && steps.round() <= 10_000.0) {
+                return Err(invalid(
+                    "episode",
+                    "learn.episode".into(),
+                    format!("{} s at dt {} s gives {steps:.1} steps: allowed [2, 10000]", l.episode, sf.dt),
+                ));
+            }
+            for (name, r) in [
+                ("push.force", l.push.force),
+                ("push.start", l.push.start),
+                ("push.duration", l.push.duration),
+                ("command.speed", l.command.speed),
+            ] {
+                if r[0] > r[1] {
+                    return Err(invalid(
+                        name.rsplit('.').next().unwrap_or(name),
+                        format!("learn.{name}"),
+                        format!("({}, {}): needs low <= high", r[0], r[1]),
+                    ));
+                }
             }
         }
         Ok(Scene {
