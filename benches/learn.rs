@@ -1,5 +1,5 @@
 //! Policy learning on `scenes/learn_stand.ron`: one BPTT rollout with its gradient (50 steps of
-//! 10 ms: forward step, transition Jacobians, policy VJPs), one BPTT iteration (a batch of 32
+//! 10 ms: forward step, transition Jacobians, policy VJPs), one BPTT iteration (a batch of 16
 //! rollouts on the rayon pool, as `contactlab train bptt` runs it) with each sensitivity, and
 //! for scale a plain 50-step rollout of the policy without Jacobians.
 //!
@@ -22,7 +22,7 @@ fn bench(c: &mut Criterion) {
     let task = Task::from_scene(&s).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let policy = Policy::new(&task, &[64, 64], Activation::Tanh, &mut rng);
-    let eps = task.episodes(32, 7);
+    let eps = task.episodes(16, 7);
     let relaxed = Sensitivity::Relaxed { kappa: task.spec.kappa, delta: task.spec.delta };
     let mut g = c.benchmark_group("learn");
     g.sample_size(20);
@@ -36,7 +36,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(bptt::rollout_loss(&task, &policy, &eps[0], &mut env)))
     });
     for (name, sens) in
-        [("bptt_iteration_batch32_relaxed", relaxed), ("bptt_iteration_batch32_exact", Sensitivity::Exact)]
+        [("bptt_iteration_batch16_relaxed", relaxed), ("bptt_iteration_batch16_exact", Sensitivity::Exact)]
     {
         g.bench_function(name, |b| b.iter(|| black_box(bptt::batch_gradient(&task, &policy, &eps, sens))));
     }

@@ -148,7 +148,7 @@ enum Command {
         scene: PathBuf,
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Simulated-step budget (default: 150000 for bptt, 2000000 for ppo).
+        /// Simulated-step budget (default: 100000 for bptt, 1000000 for ppo).
         #[arg(long)]
         steps: Option<usize>,
         /// BPTT's contact sensitivity: exact, signorini or relaxed (default: the scene's).
@@ -157,6 +157,9 @@ enum Command {
         /// Adam learning rate (default: 1e-3 for bptt, 3e-4 for ppo).
         #[arg(long)]
         lr: Option<f64>,
+        /// BPTT rollouts per iteration (default 16).
+        #[arg(long)]
+        batch: Option<usize>,
         /// Output directory.
         #[arg(long)]
         out: PathBuf,
@@ -175,10 +178,10 @@ enum Command {
         #[arg(long, default_value = "bptt-relaxed,bptt-exact,ppo")]
         algorithms: String,
         /// Simulated-step budget of each BPTT run.
-        #[arg(long, default_value_t = 150_000)]
+        #[arg(long, default_value_t = 100_000)]
         bptt_steps: usize,
         /// Simulated-step budget of each PPO run.
-        #[arg(long, default_value_t = 2_000_000)]
+        #[arg(long, default_value_t = 1_000_000)]
         ppo_steps: usize,
         #[arg(long)]
         out: PathBuf,
@@ -351,7 +354,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         Some(Command::Contactnets { command }) => contactnets(command),
-        Some(Command::Train { algorithm, scene, seed, steps, sensitivity, lr, out }) => {
+        Some(Command::Train { algorithm, scene, seed, steps, sensitivity, lr, batch, out }) => {
             use contactlab::learn::report::{run_train, Algorithm};
             let sc = Scene::load(&scene)?;
             let task = contactlab::learn::Task::from_scene(&sc).map_err(anyhow::Error::msg)?;
@@ -361,7 +364,7 @@ fn main() -> Result<()> {
                 ("ppo", Some(_)) => bail!("--sensitivity applies to bptt only"),
                 (a, _) => bail!("unknown learner `{a}`: expected bptt or ppo"),
             };
-            let steps = steps.unwrap_or(if algo == Algorithm::Ppo { 2_000_000 } else { 150_000 });
+            let steps = steps.unwrap_or(if algo == Algorithm::Ppo { 1_000_000 } else { 100_000 });
             if steps == 0 {
                 bail!("--steps must be at least 1");
             }
@@ -376,7 +379,10 @@ fn main() -> Result<()> {
             if lr.is_some_and(|l| !(l.is_finite() && l > 0.0)) {
                 bail!("--lr must be a positive number");
             }
-            let s = run_train(&task, algo, seed, steps, lr, &out, true)?;
+            if batch == Some(0) || (batch.is_some() && algo == Algorithm::Ppo) {
+                bail!("--batch: a positive number of rollouts, for bptt only");
+            }
+            let s = run_train(&task, algo, seed, steps, lr, batch, &out, true)?;
             println!(
                 "{}: final return {:.3} (initial {:.3}, target {:.3}{}) after {} simulated steps in {:.1} s",
                 s.algorithm,

@@ -41,9 +41,9 @@ use std::time::Instant;
 pub struct BpttConfig {
     /// Seed of the initialization and the episodes [0].
     pub seed: u64,
-    /// Budget of simulated (training) steps [200 000].
+    /// Budget of simulated (training) steps [100 000].
     pub sim_steps: usize,
-    /// Rollouts per iteration [32].
+    /// Rollouts per iteration [16].
     pub batch: usize,
     /// Adam learning rate [1e-3] and maximum gradient norm [1].
     pub lr: f64,
@@ -62,8 +62,8 @@ impl BpttConfig {
     pub fn for_task(task: &Task) -> Self {
         Self {
             seed: 0,
-            sim_steps: 200_000,
-            batch: 32,
+            sim_steps: 100_000,
+            batch: 16,
             lr: 1e-3,
             clip: 1.0,
             sensitivity: sensitivity_of(task),

@@ -42,7 +42,7 @@ use std::time::Instant;
 #[derive(Clone, Debug, Serialize)]
 pub struct PpoConfig {
     pub seed: u64,
-    /// Budget of simulated (training) steps [2 000 000].
+    /// Budget of simulated (training) steps [1 000 000].
     pub sim_steps: usize,
     pub steps_per_update: usize,
     pub epochs: usize,
@@ -66,7 +66,7 @@ impl PpoConfig {
     pub fn for_task(task: &Task) -> Self {
         Self {
             seed: 0,
-            sim_steps: 2_000_000,
+            sim_steps: 1_000_000,
             steps_per_update: 4096,
             epochs: 10,
             minibatch: 512,

@@ -81,13 +81,14 @@ pub struct TrainSummary {
 
 /// Trains `algo` on `task` with a simulated-step budget, writing the run's files into `dir`.
 /// `progress` shows a bar on stderr.
-/// `lr` overrides the learner's default learning rate.
+/// `lr` overrides the learner's default learning rate, `batch` BPTT's rollouts per iteration.
 pub fn run_train(
     task: &Task,
     algo: Algorithm,
     seed: u64,
     steps: usize,
     lr: Option<f64>,
+    batch: Option<usize>,
     dir: &Path,
     progress: bool,
 ) -> Result<TrainSummary> {
@@ -137,6 +138,7 @@ pub fn run_train(
             cfg.sim_steps = steps;
             cfg.sensitivity = s;
             cfg.lr = lr.unwrap_or(cfg.lr);
+            cfg.batch = batch.unwrap_or(cfg.batch);
             let r = train_bptt(task, &cfg, &cancel, &mut on_iter);
             (r, serde_json::to_value(&cfg)?)
         }
@@ -161,6 +163,7 @@ pub fn run_train(
             algo_cli(algo),
             task.scene,
             lr.map(|l| format!(" --lr {l}")).unwrap_or_default()
+                + &batch.map(|b| format!(" --batch {b}")).unwrap_or_default()
         ),
         "config": config,
         "summary": &summary,
@@ -254,8 +257,10 @@ pub struct CompareRow {
     /// return reached PPO's final mean return (None if fewer than half the seeds reached it).
     pub steps_to_ppo_final: Option<f64>,
     pub seconds_to_ppo_final: Option<f64>,
-    /// PPO's steps-to-its-final-return divided by this algorithm's.
+    /// PPO's simulated steps per run (what it used to reach its final return) divided by
+    /// this learner's `steps_to_ppo_final`; the same for wall time.
     pub step_ratio_vs_ppo: Option<f64>,
+    pub time_ratio_vs_ppo: Option<f64>,
     pub seeds_reaching_target: usize,
 }
 
@@ -304,7 +309,8 @@ pub fn compare_rows(curves: &[Curve]) -> Vec<CompareRow> {
         w.resize(cs.len(), f64::INFINITY);
         (Some(median(s)), Some(median(w)))
     };
-    let ppo_steps = ppo_final.and_then(|l| reach_median(&ppo, l).0);
+    let ppo_steps = ppo.iter().map(|c| c.summary.sim_steps).max().map(|s| s as f64);
+    let ppo_secs = (!ppo.is_empty()).then(|| mean_std(&ppo.iter().map(|c| c.summary.seconds).collect::<Vec<_>>()).0);
     names
         .iter()
         .map(|n| {
@@ -324,6 +330,10 @@ pub fn compare_rows(curves: &[Curve]) -> Vec<CompareRow> {
                     (Some(p), Some(b)) if b.is_finite() && b > 0.0 => Some(p / b),
                     _ => None,
                 },
+                time_ratio_vs_ppo: match (ppo_secs, secs) {
+                    (Some(p), Some(b)) if b.is_finite() && b > 0.0 => Some(p / b),
+                    _ => None,
+                },
                 seeds_reaching_target: cs.iter().filter(|c| c.summary.steps_to_target.is_some()).count(),
             }
         })
@@ -339,14 +349,14 @@ pub fn compare_table(rows: &[CompareRow], target: f64) -> String {
     );
     let _ = writeln!(
         s,
-        "| learner | seeds | final return (mean ± std) | sim steps per run | wall time per run (s) | steps to PPO's final return | time to PPO's final return (s) | PPO steps / learner steps | seeds reaching target |"
+        "| learner | seeds | final return (mean ± std) | sim steps per run | wall time per run (s) | steps to PPO's final mean return (median) | time to it (s, median) | PPO's steps / these | PPO's time / this | seeds reaching target |"
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let f = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
     for r in rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {:.3} ± {:.3} | {} | {:.1} | {} | {} | {} | {}/{} |",
+            "| {} | {} | {:.3} ± {:.3} | {} | {:.1} | {} | {} | {} | {} | {}/{} |",
             r.algorithm,
             r.seeds,
             r.final_return_mean,
@@ -356,6 +366,7 @@ pub fn compare_table(rows: &[CompareRow], target: f64) -> String {
             f(r.steps_to_ppo_final, 0),
             f(r.seconds_to_ppo_final, 1),
             f(r.step_ratio_vs_ppo, 1),
+            f(r.time_ratio_vs_ppo, 1),
             r.seeds_reaching_target,
             r.seeds
         );
@@ -373,7 +384,7 @@ pub fn compare(task: &Task, s: &CompareSettings, out: &Path) -> Result<(Vec<Comp
             if !dir.join("summary.json").exists() {
                 let steps = if algo == Algorithm::Ppo { s.ppo_steps } else { s.bptt_steps };
                 eprintln!("{} seed {seed}: {steps} simulated steps -> {}", algo.name(), dir.display());
-                let r = run_train(task, algo, seed, steps, None, &dir, true)?;
+                let r = run_train(task, algo, seed, steps, None, None, &dir, true)?;
                 eprintln!("  final return {:.3} (target {:.3}) in {:.1} s", r.final_return, r.target_return, r.seconds);
             }
             curves.push(read_curve(&dir)?);
@@ -432,6 +443,9 @@ pub fn learning_png(curves: &[Curve], target: f64, path: &Path) -> Result<(), Bo
             names.push(c.algorithm.clone());
         }
     }
+    // The relaxed curve last (on top): on a task without contact transitions it lies on the
+    // exact one.
+    names.sort_by_key(|n| n == "bptt-relaxed");
     let all = curves.iter().flat_map(|c| c.points.iter());
     let (mut ylo, mut yhi) = (f64::INFINITY, f64::NEG_INFINITY);
     let (mut xmax0, mut xmax1, mut xmin0, mut xmin1) = (1.0f64, 1e-3f64, f64::INFINITY, f64::INFINITY);
@@ -470,7 +484,13 @@ pub fn learning_png(curves: &[Curve], target: f64, path: &Path) -> Result<(), Bo
             .x_label_area_size(44)
             .y_label_area_size(80)
             .build_cartesian_2d((x0..x1).log_scale(), ylo..yhi)?;
-        chart.configure_mesh().x_desc(label).y_desc("evaluation return").label_style(("sans-serif", 15)).draw()?;
+        chart
+            .configure_mesh()
+            .x_desc(label)
+            .y_desc("evaluation return")
+            .x_label_formatter(&|x| if k == 0 { format!("{x:.0e}") } else { format!("{x}") })
+            .label_style(("sans-serif", 15))
+            .draw()?;
         if target.is_finite() {
             chart
                 .draw_series(DashedLineSeries::new(vec![(x0, target), (x1, target)], 8, 5, BLACK.stroke_width(1)))?
@@ -509,10 +529,11 @@ pub fn learning_png(curves: &[Curve], target: f64, path: &Path) -> Result<(), Bo
             if poly.len() > 2 {
                 chart.draw_series(std::iter::once(Polygon::new(poly, c.mix(0.18).filled())))?;
             }
+            let width = if name == "bptt-relaxed" { 2 } else { 4 };
             chart
-                .draw_series(LineSeries::new(mean, c.stroke_width(3)))?
+                .draw_series(LineSeries::new(mean, c.stroke_width(width)))?
                 .label(format!("{name} (mean of {} seeds, band: min-max)", cs.len()))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(width)));
         }
         chart
             .configure_series_labels()
