@@ -304,15 +304,15 @@ pub fn train_ppo(
                         }
                         (gp, gs, gv)
                     })
-                    .reduce(
-                        || (vec![0.0; np], vec![0.0; nu], vec![0.0; nv]),
-                        |mut a, b| {
-                            a.0.iter_mut().zip(&b.0).for_each(|(x, y)| *x += y);
-                            a.1.iter_mut().zip(&b.1).for_each(|(x, y)| *x += y);
-                            a.2.iter_mut().zip(&b.2).for_each(|(x, y)| *x += y);
-                            a
-                        },
-                    );
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    // Summed in chunk order, so a run does not depend on the thread schedule.
+                    .fold((vec![0.0; np], vec![0.0; nu], vec![0.0; nv]), |mut a, b| {
+                        a.0.iter_mut().zip(&b.0).for_each(|(x, y)| *x += y);
+                        a.1.iter_mut().zip(&b.1).for_each(|(x, y)| *x += y);
+                        a.2.iter_mut().zip(&b.2).for_each(|(x, y)| *x += y);
+                        a
+                    });
                 let (mut gp, mut gs, mut gv) = grads;
                 for g in gs.iter_mut() {
                     *g -= cfg.entropy_coef;
