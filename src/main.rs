@@ -93,6 +93,22 @@ enum Command {
         width: u32,
         #[arg(long, default_value_t = 800)]
         height: u32,
+        /// Open a tool window at start: control (CITO and MPC), policy (learned policies and
+        /// training) or contactnets (learned contact geometry against real tosses). Repeatable.
+        #[arg(long, value_parser = ["control", "policy", "contactnets"])]
+        open: Vec<String>,
+        /// Start each opened tool's main job at once (control: MPC if the scene has an `mpc`
+        /// section, else CITO; policy: run the loaded policy; contactnets: replay the toss).
+        #[arg(long)]
+        start: bool,
+        /// A policy file (JSON) for the policy window.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// A learned ContactNets model (JSON) and a toss CSV for the contactnets window.
+        #[arg(long)]
+        model: Option<PathBuf>,
+        #[arg(long)]
+        toss: Option<PathBuf>,
     },
     /// Contact-implicit trajectory optimization (DESIGN 5): DDP over the contact simulator
     /// toward the scene's `cito` base-pose target, no contact schedule. Writes
@@ -282,9 +298,21 @@ fn main() -> Result<()> {
         tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).init();
     }
     match cli.command {
-        None => view(ViewArgs { scene: None, screenshot: None, frames: 30, sweep: false, width: 1280, height: 800 }),
-        Some(Command::View { scene, screenshot, frames, sweep, width, height }) => {
-            view(ViewArgs { scene, screenshot, frames, sweep, width, height })
+        None => view(ViewArgs {
+            scene: None,
+            screenshot: None,
+            frames: 30,
+            sweep: false,
+            width: 1280,
+            height: 800,
+            open: vec![],
+            start: false,
+            policy: None,
+            model: None,
+            toss: None,
+        }),
+        Some(Command::View { scene, screenshot, frames, sweep, width, height, open, start, policy, model, toss }) => {
+            view(ViewArgs { scene, screenshot, frames, sweep, width, height, open, start, policy, model, toss })
         }
         Some(Command::Simulate { scene, duration, out }) => simulate(scene, duration, out),
         Some(Command::CheckDynamics { urdf, fixture, tolerance }) => check(urdf, fixture, tolerance),
@@ -460,6 +488,11 @@ struct ViewArgs {
     sweep: bool,
     width: u32,
     height: u32,
+    open: Vec<String>,
+    start: bool,
+    policy: Option<PathBuf>,
+    model: Option<PathBuf>,
+    toss: Option<PathBuf>,
 }
 
 #[cfg(feature = "viewer")]
@@ -471,14 +504,19 @@ fn view(a: ViewArgs) -> Result<()> {
         sweep: a.sweep,
         width: a.width,
         height: a.height,
+        open: a.open,
+        start: a.start,
+        policy: a.policy,
+        model: a.model,
+        toss: a.toss,
     })
 }
 
 #[cfg(not(feature = "viewer"))]
 fn view(a: ViewArgs) -> Result<()> {
     // Say what was asked for, so a headless build's user knows which run they did not get.
-    let ViewArgs { scene, screenshot, frames, sweep, width, height } = a;
-    let _ = (screenshot, frames, sweep, width, height);
+    let ViewArgs { scene, screenshot, frames, sweep, width, height, open, start, policy, model, toss } = a;
+    let _ = (screenshot, frames, sweep, width, height, open, start, policy, model, toss);
     bail!(
         "cannot open {}: this build has no desktop app (built without the `viewer` feature).\n\
          Headless: contactlab simulate scenes/quadruped_stand.ron --duration 2 --out run.csv\n\

@@ -11,6 +11,12 @@
 //! | [`pick::PickPlugin`] | Ctrl + left drag on a body: a spring pull, as in MuJoCo's viewer |
 //! | [`ui::UiPlugin`] | the egui panels and plots (they write commands, never physics) |
 //! | [`capture::CapturePlugin`] | `--screenshot`: render N frames, save, exit; frame-cost statistics |
+//! | [`control::ControlPlugin`] | the Control window: CITO and MPC on background tasks, target gizmos, ghost plans |
+//! | [`policy::PolicyPlugin`] | the Policy window: a learned policy driving the robot live; training in the background |
+//! | [`replay::ReplayPlugin`] | the ContactNets window: a learned model's rollout beside a real toss |
+//!
+//! The tool windows (Control, Policy, ContactNets) float over the 3D view and are toggled from
+//! the top bar ([`ToolWindows`]).
 //!
 //! Data flows one way: the panels and the mouse write [`sim::SimCommand`]s and settings; the
 //! simulation plugin applies them between step batches; views read the snapshot on screen.
@@ -21,9 +27,12 @@
 //! `f64` quantity becomes `f32` only there.
 
 pub mod capture;
+pub mod control;
 pub mod overlay;
 pub mod pick;
 pub mod plots;
+pub mod policy;
+pub mod replay;
 pub mod sim;
 pub mod sweep;
 pub mod ui;
@@ -73,6 +82,29 @@ pub struct ViewerOptions {
     /// Window size (logical pixels).
     pub width: u32,
     pub height: u32,
+    /// Tool windows open at start (`control`, `policy`, `contactnets`).
+    pub open: Vec<String>,
+    /// Start each opened tool's main job at once.
+    pub start: bool,
+    /// Files for the policy and ContactNets windows.
+    pub policy: Option<PathBuf>,
+    pub model: Option<PathBuf>,
+    pub toss: Option<PathBuf>,
+}
+
+/// Which tool windows are open.
+#[derive(Resource, Clone, Debug, Default)]
+pub struct ToolWindows {
+    pub control: bool,
+    pub policy: bool,
+    pub replay: bool,
+}
+
+impl ToolWindows {
+    pub fn from_options(opts: &ViewerOptions) -> Self {
+        let has = |n: &str| opts.open.iter().any(|o| o == n);
+        Self { control: has("control"), policy: has("policy"), replay: has("contactnets") }
+    }
 }
 
 /// The default scene of `contactlab` with no arguments.
@@ -135,7 +167,14 @@ pub fn core_plugins(app: &mut App) {
         Update,
         (AppSet::Input, AppSet::Simulate, AppSet::Background, AppSet::Writeback, AppSet::Overlay).chain(),
     )
-    .add_plugins((sim::SimPlugin, sweep::SweepPlugin));
+    .init_resource::<ToolWindows>()
+    .add_plugins((
+        sim::SimPlugin,
+        sweep::SweepPlugin,
+        control::ControlPlugin,
+        policy::PolicyPlugin,
+        replay::ReplayPlugin,
+    ));
 }
 
 /// Opens the app and runs until the window closes (or the screenshot is saved).
@@ -165,6 +204,7 @@ pub fn run(opts: ViewerOptions) -> anyhow::Result<()> {
             }),
     )
     .insert_resource(CurrentScene { scene, generation: 0 })
+    .insert_resource(ToolWindows::from_options(&opts))
     .insert_resource(opts.clone());
     core_plugins(&mut app);
     app.add_plugins((

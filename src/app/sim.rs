@@ -13,6 +13,11 @@
 //! A step that fails, or produces a non-finite state, stops the batch before its snapshot is
 //! recorded, pauses the simulation and sets [`SimControl::message`]; nothing non-finite
 //! reaches the history or the screen.
+//!
+//! A [`Driver`] (MPC, a learned policy) may take over the controls: it travels with the
+//! simulation into the batch task and sets the controls before every step, so its planning
+//! runs on the background thread, never in a frame. It reports to its own plugin through
+//! whatever shared state it carries; the simulation plugin only engages, runs and releases it.
 
 use super::{cost_scope, AppSet, CurrentScene};
 use crate::contact::solver;
@@ -77,6 +82,45 @@ impl DragPull {
     }
 }
 
+/// Something that sets the simulation's controls before each step: MPC, a learned policy.
+///
+/// `engage` runs once, before its first step, on the batch's thread (it may plan);
+/// `release` gives the controls back (restores the controller it replaced). An error stops the
+/// batch like a failed step, with the message shown, and drops the driver (after `release`).
+pub trait Driver: Send + 'static {
+    /// Shown in the top bar while it drives.
+    fn name(&self) -> String;
+    fn engage(&mut self, sim: &mut Simulation) -> Result<(), String>;
+    fn before_step(&mut self, sim: &mut Simulation) -> Result<(), String>;
+    fn release(&mut self, sim: &mut Simulation);
+}
+
+/// A driver handed over by a command (commands are `Clone`; the first application takes it).
+#[derive(Clone)]
+pub struct DriverSlot(pub Arc<std::sync::Mutex<Option<Box<dyn Driver>>>>);
+
+impl DriverSlot {
+    pub fn new(d: Box<dyn Driver>) -> Self {
+        Self(Arc::new(std::sync::Mutex::new(Some(d))))
+    }
+
+    fn take(&self) -> Option<Box<dyn Driver>> {
+        self.0.lock().ok().and_then(|mut g| g.take())
+    }
+}
+
+impl std::fmt::Debug for DriverSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DriverSlot")
+    }
+}
+
+/// A driver in the simulation, and whether it has been engaged.
+struct Driving {
+    driver: Box<dyn Driver>,
+    engaged: bool,
+}
+
 /// Intent from the UI, the mouse or a test. Applied in order by [`advance`].
 #[derive(Clone, Debug)]
 pub enum SimCommand {
@@ -106,6 +150,10 @@ pub enum SimCommand {
     Load(Box<Scene>),
     /// Stop the running batch at its next step boundary.
     Cancel,
+    /// Hand the controls to a driver (replacing, and releasing, any current one).
+    Drive(DriverSlot),
+    /// Release the current driver: the scene's controller takes over again.
+    StopDriving,
 }
 
 /// Commands written this frame; [`advance`] drains what it can apply.
@@ -172,6 +220,9 @@ pub struct Batch {
     pub snapshots: Vec<Snapshot>,
     /// The step status that stopped the batch, if one did.
     pub failure: Option<(f64, StepStatus)>,
+    /// A driver error that stopped the batch (the driver has been released and dropped).
+    driver_error: Option<String>,
+    driving: Option<Driving>,
     pub cancelled: bool,
 }
 
@@ -188,6 +239,10 @@ pub struct SimWorker {
     drag: Option<DragPull>,
     /// Position of the dragged point at the previous step (for its velocity).
     drag_prev: Option<Vector3<f64>>,
+    /// The driver while idle (it travels with the batch).
+    driving: Option<Driving>,
+    /// Name of the current driver (kept while it is away in a batch).
+    driver_name: Option<String>,
     /// Batches completed (tests wait on it).
     pub batches: u64,
 }
@@ -203,6 +258,8 @@ impl SimWorker {
             single_steps: 0,
             drag: None,
             drag_prev: None,
+            driving: None,
+            driver_name: None,
             batches: 0,
         }
     }
@@ -219,6 +276,20 @@ impl SimWorker {
 
     pub fn drag(&self) -> Option<&DragPull> {
         self.drag.as_ref()
+    }
+
+    /// The name of the driver in control, if any.
+    pub fn driver(&self) -> Option<&str> {
+        self.driver_name.as_deref()
+    }
+}
+
+/// Releases and drops the driver.
+fn release(driving: &mut Option<Driving>, sim: &mut Simulation) {
+    if let Some(mut d) = driving.take() {
+        if d.engaged {
+            d.driver.release(sim);
+        }
     }
 }
 
@@ -252,10 +323,12 @@ fn run_batch(
     n: usize,
     drag: Option<DragPull>,
     mut drag_prev: Option<Vector3<f64>>,
+    mut driving: Option<Driving>,
     cancel: Arc<AtomicBool>,
 ) -> Batch {
     let mut snapshots = Vec::with_capacity(n);
     let mut failure = None;
+    let mut driver_error = None;
     let mut cancelled = false;
     // The mouse spring is the last pull while it is held.
     let base_pulls = sim.pulls.len();
@@ -273,6 +346,16 @@ fn run_batch(
             let force = d.force(&p, &p_dot);
             sim.pulls.push(Pull { body: d.body, point: d.point, force, start: sim.t, duration: sim.settings.dt });
         }
+        if let Some(d) = driving.as_mut() {
+            let r = if d.engaged { Ok(()) } else { d.driver.engage(&mut sim) };
+            d.engaged = true;
+            if let Err(e) = r.and_then(|_| d.driver.before_step(&mut sim)) {
+                driver_error = Some(format!("{}: {e}", d.driver.name()));
+                sim.pulls.truncate(base_pulls);
+                release(&mut driving, &mut sim);
+                break;
+            }
+        }
         let t0 = sim.t;
         let info = sim.step();
         let snap = Snapshot::capture(&sim, Some((&info, t0)), &mut data);
@@ -283,7 +366,7 @@ fn run_batch(
         snapshots.push(snap);
     }
     sim.pulls.truncate(base_pulls);
-    Batch { sim, data, drag_prev, snapshots, failure, cancelled }
+    Batch { sim, data, drag_prev, snapshots, failure, driver_error, driving, cancelled }
 }
 
 /// Polls the running batch, applies commands while the simulation is idle, and starts the next
@@ -315,6 +398,13 @@ pub fn advance(
                      Try a smaller time step, a looser tolerance or more solver iterations, then reset."
                 ));
             }
+            if let Some(e) = batch.driver_error {
+                control.playing = false;
+                worker.single_steps = 0;
+                worker.driver_name = None;
+                control.message = Some(format!("{e}; the scene's controller has taken over again."));
+            }
+            worker.driving = batch.driving;
             worker.idle = Some((batch.sim, batch.data));
         }
     }
@@ -355,6 +445,8 @@ pub fn advance(
                 worker.single_steps += n;
             }
             SimCommand::Reset => {
+                worker.driving = None;
+                worker.driver_name = None;
                 sim = scene.scene.simulation();
                 data = Data::new(&sim.model);
                 history.clear();
@@ -416,7 +508,20 @@ pub fn advance(
                 }
                 worker.drag = d;
             }
+            SimCommand::Drive(slot) => {
+                if let Some(driver) = slot.take() {
+                    release(&mut worker.driving, &mut sim);
+                    worker.driver_name = Some(driver.name());
+                    worker.driving = Some(Driving { driver, engaged: false });
+                }
+            }
+            SimCommand::StopDriving => {
+                release(&mut worker.driving, &mut sim);
+                worker.driver_name = None;
+            }
             SimCommand::Load(s) => {
+                worker.driving = None;
+                worker.driver_name = None;
                 scene.scene = *s;
                 sim = scene.scene.simulation();
                 data = Data::new(&sim.model);
@@ -454,8 +559,10 @@ pub fn advance(
     worker.cancel.store(false, Ordering::Relaxed);
     let cancel = worker.cancel.clone();
     let (drag, drag_prev) = (worker.drag, worker.drag_prev);
-    worker.task =
-        Some(AsyncComputeTaskPool::get().spawn(async move { run_batch(sim, data, n, drag, drag_prev, cancel) }));
+    let driving = worker.driving.take();
+    worker.task = Some(
+        AsyncComputeTaskPool::get().spawn(async move { run_batch(sim, data, n, drag, drag_prev, driving, cancel) }),
+    );
 }
 
 /// Continues from history entry `i`: restores its state and drops what came after it.

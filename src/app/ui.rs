@@ -10,10 +10,10 @@ use super::capture::OUR_SYSTEMS_MS;
 use super::overlay::OverlaySettings;
 use super::pick::DragSettings;
 use super::plots;
-use super::sim::{SimCommand, SimCommands, SimControl, SimHistory};
+use super::sim::{SimCommand, SimCommands, SimControl, SimHistory, SimWorker};
 use super::sweep::{Objective, SweepSettings, SweepState};
 use super::view::MainCamera;
-use super::{cost_scope, CurrentScene, ViewerOptions};
+use super::{cost_scope, CurrentScene, ToolWindows, ViewerOptions};
 use crate::scene::Scene;
 use crate::sim::Pull;
 use bevy::camera::visibility::RenderLayers;
@@ -234,6 +234,8 @@ fn ui_system(
     mut sweep_settings: ResMut<SweepSettings>,
     mut sweep: ResMut<SweepState>,
     diagnostics: Res<DiagnosticsStore>,
+    mut tools: ResMut<ToolWindows>,
+    worker: Option<Res<SimWorker>>,
 ) -> Result {
     let _cost = cost_scope();
     let ctx = contexts.ctx_mut()?.clone();
@@ -245,7 +247,10 @@ fn ui_system(
     let frame_ms = diagnostics.get(&OUR_SYSTEMS_MS).and_then(|d| d.smoothed());
     let ui = &mut *ui_state;
     let top = egui::Panel::top("top")
-        .show(&mut root, |u| top_bar(u, ui, &control, &history, &mut commands, frame_ms))
+        .show(&mut root, |u| {
+            top_bar(u, ui, &control, &history, &mut commands, frame_ms);
+            tool_bar(u, &mut tools, worker.as_ref().and_then(|w| w.driver()), &mut commands);
+        })
         .response
         .rect
         .height();
@@ -317,6 +322,28 @@ fn ui_system(
         }
     }
     Ok(())
+}
+
+/// Tool window toggles, and who is driving the robot.
+fn tool_bar(u: &mut egui::Ui, tools: &mut ToolWindows, driver: Option<&str>, commands: &mut SimCommands) {
+    u.horizontal(|u| {
+        u.label("tools");
+        u.toggle_value(&mut tools.control, "Control (CITO, MPC)");
+        u.toggle_value(&mut tools.policy, "Policy");
+        u.toggle_value(&mut tools.replay, "ContactNets");
+        u.separator();
+        match driver {
+            Some(name) => {
+                u.colored_label(egui::Color32::from_rgb(40, 120, 220), format!("driving: {name}"));
+                if u.small_button("stop").on_hover_text("Give the controls back to the scene's controller").clicked() {
+                    commands.push(SimCommand::StopDriving);
+                }
+            }
+            None => {
+                u.label("driving: scene controller");
+            }
+        }
+    });
 }
 
 fn top_bar(
