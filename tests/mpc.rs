@@ -29,3 +29,51 @@ fn mpc_rejects_the_shipped_pull_and_recovers() {
     assert_eq!(r.last_plan.len(), m.horizon_knots + 1);
     assert!(r.last_plan.iter().all(|k| k.feet.len() == 4 && k.base.iter().all(|x| x.is_finite())));
 }
+
+/// The driver form of the loop (what the app runs): engaged on a settled stance, asked to
+/// raise the base 3 cm and shift it 2 cm sideways, it gets there and stays, and release gives
+/// the scene's controller back.
+#[test]
+fn mpc_driver_tracks_a_moved_target_and_releases() {
+    use contactlab::ocp::cito::settled_start;
+    use contactlab::ocp::mpc::MpcDriver;
+    use contactlab::sim::Controller;
+    use nalgebra::Vector3;
+    let scene = Scene::load(std::path::Path::new("scenes/mpc_pull.ron")).unwrap();
+    let spec = scene.file.mpc.clone().unwrap();
+    let (mut sim, _) = settled_start(&scene, spec.settle);
+    let controller = sim.controller.clone();
+    let sens = contactlab::ocp::cito::parse_sensitivity(&spec.sensitivity, spec.kappa, spec.delta).unwrap();
+    let mut d = MpcDriver::new(spec.clone(), sens);
+    d.engage(&mut sim).unwrap();
+    assert_eq!(sim.controller, Controller::None);
+    let (home, rot) = d.target().unwrap();
+    let goal = home + Vector3::new(0.0, 0.02, 0.03);
+    d.set_target(goal, rot);
+    let mut cycles = 0;
+    let steps = (2.0 / sim.settings.dt).round() as usize;
+    for _ in 0..steps {
+        if d.before_step(&mut sim, None).unwrap().is_some() {
+            cycles += 1;
+        }
+        assert!(sim.step().status.advanced());
+    }
+    assert_eq!(cycles, steps / d.substeps());
+    assert_eq!(d.target().unwrap().0, goal);
+    let base = Vector3::new(sim.q[0], sim.q[1], sim.q[2]);
+    assert!((base - goal).norm() < 0.01, "base {base:?}, goal {goal:?}");
+    assert!((base - home).norm() > 0.025, "the base did not move");
+    d.release(&mut sim);
+    assert_eq!(sim.controller, controller);
+    assert!(sim.u_offset.iter().all(|&u| u == 0.0));
+    assert!(d.planned_states().is_empty());
+}
+
+/// The defaults of an empty `cito: ()` / `mpc: ()` section are the specs' `Default`s (the
+/// app's Control window uses those on scenes without the sections).
+#[test]
+fn spec_defaults_match_empty_sections() {
+    use contactlab::scene::{CitoSpec, MpcSpec};
+    assert_eq!(ron::from_str::<CitoSpec>("()").unwrap(), CitoSpec::default());
+    assert_eq!(ron::from_str::<MpcSpec>("()").unwrap(), MpcSpec::default());
+}

@@ -215,6 +215,7 @@ pub fn run(opts: ViewerOptions) -> anyhow::Result<()> {
         pick::PickPlugin,
         ui::UiPlugin,
         capture::CapturePlugin,
+        control::ControlUiPlugin,
     ));
     let exit = app.run();
     match exit {

@@ -98,7 +98,9 @@ fn drag(
     let Ok((cam, cam_t, mut orbit)) = camera.single_mut() else { return };
     let egui_wants = egui.is_some_and(|e| e.wants_any_pointer_input());
     let ctrl = keys.any_pressed([KeyCode::ControlLeft, KeyCode::ControlRight]);
-    let enabled = !egui_wants && grab.0.is_none() && !ctrl;
+    // Shift + drag belongs to the Control window's target (control.rs).
+    let shift = keys.any_pressed([KeyCode::ShiftLeft, KeyCode::ShiftRight]);
+    let enabled = !egui_wants && grab.0.is_none() && !ctrl && !shift;
     if orbit.enabled != enabled {
         orbit.enabled = enabled;
     }

@@ -35,7 +35,7 @@ use crate::contact::Terrain;
 use crate::diff::Sensitivity;
 use crate::model::configuration::free_flyer_placement;
 use crate::model::Model;
-use crate::scene::{CitoWeights, Scene};
+use crate::scene::{CitoSpec, CitoWeights, Scene};
 use crate::sim::{step, Simulation, StepSettings, StepWorkspace};
 use nalgebra::{DVector, Matrix3, Rotation3, Vector3};
 use serde::{Deserialize, Serialize};
@@ -121,25 +121,52 @@ pub fn settled_start(scene: &Scene, settle: f64) -> (Simulation, DVector<f64>) {
     for _ in 0..steps {
         sim.step();
     }
-    let mut u = DVector::zeros(sim.model.nu);
-    let mut damping = DVector::zeros(sim.model.nu);
-    sim.controller.compute(&sim.model, sim.q.as_slice(), sim.v.as_slice(), sim.settings.dt, &mut u, &mut damping);
+    let u = hold_torque(&sim);
     (sim, u)
 }
 
+/// The torque the simulation's controller applies at its current state (plus its control
+/// offset): the guess that holds the present stance.
+pub fn hold_torque(sim: &Simulation) -> DVector<f64> {
+    let mut u = DVector::zeros(sim.model.nu);
+    let mut damping = DVector::zeros(sim.model.nu);
+    sim.controller.compute(&sim.model, sim.q.as_slice(), sim.v.as_slice(), sim.settings.dt, &mut u, &mut damping);
+    if sim.u_offset.len() == u.len() {
+        u += &sim.u_offset;
+    }
+    u
+}
+
 impl CitoProblem {
-    /// The problem of the scene's `cito` section, with `sensitivity` and `iterations`
-    /// overriding the section's defaults.
+    /// The problem of the scene's `cito` section from its settled stance, with `sensitivity`
+    /// and `iterations` overriding the section's defaults.
     pub fn from_scene(
         scene: &Scene,
         sensitivity: Option<Sensitivity>,
         iterations: Option<usize>,
     ) -> Result<CitoProblem, String> {
-        let Some(spec) = scene.file.cito.clone() else {
+        let Some(mut spec) = scene.file.cito.clone() else {
             return Err(format!("{}: the scene has no `cito` section", scene.path.display()));
         };
-        let (sim, u_guess) = settled_start(scene, spec.settle);
+        if let Some(n) = iterations {
+            spec.iterations = n;
+        }
+        let (sim, _) = settled_start(scene, spec.settle);
+        CitoProblem::from_state(&sim, &spec, sensitivity)
+    }
+
+    /// The problem of `spec` starting from the simulation's present state (its `settle` is not
+    /// used): target relative to the present base pose, posture toward the present joints,
+    /// guess = the torque its controller applies now ([`hold_torque`]).
+    pub fn from_state(
+        sim: &Simulation,
+        spec: &CitoSpec,
+        sensitivity: Option<Sensitivity>,
+    ) -> Result<CitoProblem, String> {
         let m = &*sim.model;
+        if m.nq < 7 || m.nv < 6 {
+            return Err(format!("CITO needs a floating base; `{}` has none", m.name));
+        }
         let base = free_flyer_placement(&sim.q.as_slice()[..7]);
         let position = base.trans + Vector3::from(spec.target_offset);
         let r = Rotation3::from_euler_angles(spec.target_rpy[0], spec.target_rpy[1], spec.target_rpy[2]);
@@ -159,12 +186,12 @@ impl CitoProblem {
             terrain: sim.terrain.clone(),
             settings,
             x0,
-            u_guess,
+            u_guess: hold_torque(sim),
             cost,
             terminal_weight: spec.weights.terminal,
             knots: (spec.horizon / spec.knot_dt).round().max(1.0) as usize,
             sensitivity,
-            ddp: Settings { max_iterations: iterations.unwrap_or(spec.iterations), ..Default::default() },
+            ddp: Settings { max_iterations: spec.iterations, ..Default::default() },
             clearance: clearance(&spec.weights),
         })
     }

@@ -8,19 +8,23 @@
 //! limits. The controls are torques (the knots have no PD: `ContactAction`'s convention), so the
 //! simulation runs with `Controller::None` and the torque as its control offset.
 //!
-//! [`run_closed_loop`] runs it against a [`Simulation`] with the scene's pulls, which MPC does
-//! not know about (an unmodelled disturbance), and measures the base's tracking error.
+//! [`MpcDriver`] is that loop as a controller of a running [`Simulation`], one simulator step at a
+//! time: it takes over from the simulation's controller at its present state (target: the
+//! present base pose, or one set later), and gives the controller back on release. The app's
+//! Control window drives the robot with it; [`run_closed_loop`] runs it against a
+//! [`Simulation`] with the scene's pulls, which MPC does not know about (an unmodelled
+//! disturbance), and measures the base's tracking error.
 //! *Recovered* means: the base position is within `recovery_tolerance` of its target at every
 //! simulator step from at most `recovery_time` after the last pull ends to the end of the run
 //! (which must last that long).
 
-use super::cito::{pose_cost, settled_start, CitoProblem};
+use super::cito::{hold_torque, pose_cost, settled_start, CitoProblem};
 use super::ddp::{Ddp, Settings, Status};
 use crate::diff::Sensitivity;
 use crate::model::configuration::free_flyer_placement;
 use crate::scene::{MpcSpec, Scene};
 use crate::sim::{Controller, Simulation};
-use nalgebra::{DVector, Vector3};
+use nalgebra::{DVector, Matrix3, Vector3};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -95,6 +99,26 @@ impl Mpc {
         self.ddp.solve(None, cancel)
     }
 
+    /// Moves the base-pose target; the warm start is kept, so the next replans walk the plan
+    /// toward the new target.
+    pub fn set_target(&mut self, position: Vector3<f64>, rotation: Matrix3<f64>) {
+        self.problem.cost.base_position = position;
+        self.problem.cost.base_rotation = rotation;
+        let shooting = self.problem.shooting();
+        self.ddp.problem.running = shooting.running;
+        self.ddp.problem.terminal = shooting.terminal;
+    }
+
+    /// The base-pose target.
+    pub fn target(&self) -> (Vector3<f64>, Matrix3<f64>) {
+        (self.problem.cost.base_position, self.problem.cost.base_rotation)
+    }
+
+    /// Knots in the horizon.
+    pub fn knots(&self) -> usize {
+        self.problem.knots
+    }
+
     /// The feedback control at state `x`, a fraction `s` in `[0, 1)` into the period (module
     /// docs), into `u` (nu).
     pub fn control(&self, x: &DVector<f64>, s: f64, u: &mut DVector<f64>) {
@@ -131,6 +155,149 @@ impl Mpc {
         p.x0.copy_from(&self.ddp.problem.x0);
         let info = super::Info { status: Status::MaxIterations, iterations: 0, cost: self.ddp.cost(), history: vec![] };
         super::cito::evaluate(&p, &self.ddp.xs, &self.ddp.us, info, 0.0).knots
+    }
+}
+
+/// MPC driving a running [`Simulation`] (module docs): call [`MpcDriver::engage`] once, then
+/// [`MpcDriver::before_step`] before every `sim.step()`; it replans every `knot_dt` and writes
+/// the feedback torque into `sim.u_offset` at every step.
+pub struct MpcDriver {
+    pub spec: MpcSpec,
+    pub sensitivity: Sensitivity,
+    mpc: Option<Mpc>,
+    /// Simulator steps per control period, and steps since the last replan.
+    substeps: usize,
+    phase: usize,
+    /// Simulated time at engagement (s).
+    t0: f64,
+    /// A target set before engagement or since the last replan.
+    pending: Option<(Vector3<f64>, Matrix3<f64>)>,
+    /// The controller and control offset MPC replaced.
+    replaced: Option<(Controller, DVector<f64>)>,
+    x: DVector<f64>,
+    u: DVector<f64>,
+}
+
+impl MpcDriver {
+    pub fn new(spec: MpcSpec, sensitivity: Sensitivity) -> Self {
+        Self {
+            spec,
+            sensitivity,
+            mpc: None,
+            substeps: 1,
+            phase: 0,
+            t0: 0.0,
+            pending: None,
+            replaced: None,
+            x: DVector::zeros(0),
+            u: DVector::zeros(0),
+        }
+    }
+
+    /// Takes over at the simulation's present state: builds the horizon problem toward the
+    /// present base pose (or the target set so far), warms it up and switches the simulation's
+    /// controller off (the torques come from the plan).
+    pub fn engage(&mut self, sim: &mut Simulation) -> Result<(), String> {
+        let m = &*sim.model;
+        if m.nq < 7 || m.nv < 6 || m.nu == 0 {
+            return Err(format!("MPC needs an actuated floating-base robot; `{}` is not one", m.name));
+        }
+        let substeps = (self.spec.knot_dt / sim.settings.dt).round().max(1.0) as usize;
+        if ((substeps as f64) * sim.settings.dt - self.spec.knot_dt).abs() > 1e-9 {
+            return Err(format!(
+                "the knot step {} s is not a multiple of the simulation's time step {} s",
+                self.spec.knot_dt, sim.settings.dt
+            ));
+        }
+        let u_hold = hold_torque(sim);
+        let mut problem = horizon_problem(sim, &u_hold, &self.spec, self.sensitivity);
+        if let Some((p, r)) = self.pending.take() {
+            problem.cost.base_position = p;
+            problem.cost.base_rotation = r;
+        }
+        self.mpc = Some(Mpc::new(&problem, self.spec.iterations, 10));
+        self.substeps = substeps;
+        self.phase = 0;
+        self.t0 = sim.t;
+        self.x = DVector::zeros(m.nq + m.nv);
+        self.u = DVector::zeros(m.nu);
+        self.replaced = Some((sim.controller.clone(), sim.u_offset.clone()));
+        sim.controller = Controller::None;
+        Ok(())
+    }
+
+    /// Sets the torque for the next step, replanning first at the start of a control period
+    /// (the replan's report is returned then). Fails when a replan produced no usable plan.
+    pub fn before_step(&mut self, sim: &mut Simulation, cancel: Option<&AtomicBool>) -> Result<Option<CycleInfo>, String> {
+        let Some(mpc) = self.mpc.as_mut() else {
+            return Err("MPC has not been engaged".into());
+        };
+        let (nq, nv) = (sim.model.nq, sim.model.nv);
+        self.x.rows_mut(0, nq).copy_from(&sim.q);
+        self.x.rows_mut(nq, nv).copy_from(&sim.v);
+        let mut cycle = None;
+        if self.phase == 0 {
+            if let Some((p, r)) = self.pending.take() {
+                mpc.set_target(p, r);
+            }
+            let started = Instant::now();
+            let info = mpc.replan(&self.x, cancel);
+            if info.status == Status::NonFinite {
+                return Err(format!("the replan at t = {:.3} s produced a non-finite plan", sim.t - self.t0));
+            }
+            let target = mpc.target().0;
+            cycle = Some(CycleInfo {
+                t: sim.t - self.t0,
+                status: info.status,
+                iterations: info.iterations,
+                cost: info.cost,
+                solve_ms: 1e3 * started.elapsed().as_secs_f64(),
+                base_error_m: (Vector3::new(sim.q[0], sim.q[1], sim.q[2]) - target).norm(),
+            });
+        }
+        mpc.control(&self.x, self.phase as f64 / self.substeps as f64, &mut self.u);
+        sim.u_offset.copy_from(&self.u);
+        self.phase = (self.phase + 1) % self.substeps;
+        Ok(cycle)
+    }
+
+    /// Moves the base-pose target (applied at the next replan).
+    pub fn set_target(&mut self, position: Vector3<f64>, rotation: Matrix3<f64>) {
+        self.pending = Some((position, rotation));
+    }
+
+    /// The target in force (a pending one first), if engaged or set.
+    pub fn target(&self) -> Option<(Vector3<f64>, Matrix3<f64>)> {
+        self.pending.or_else(|| self.mpc.as_ref().map(|m| m.target()))
+    }
+
+    /// Gives the controls back: the replaced controller and control offset.
+    pub fn release(&mut self, sim: &mut Simulation) {
+        if let Some((c, u)) = self.replaced.take() {
+            sim.controller = c;
+            sim.u_offset = u;
+        }
+        self.mpc = None;
+    }
+
+    /// The current plan's states (T + 1; empty before engagement).
+    pub fn planned_states(&self) -> &[DVector<f64>] {
+        self.mpc.as_ref().map_or(&[], |m| m.planned_states())
+    }
+
+    /// Knots in the horizon (0 before engagement).
+    pub fn knots(&self) -> usize {
+        self.mpc.as_ref().map_or(0, |m| m.knots())
+    }
+
+    /// Simulator steps per control period.
+    pub fn substeps(&self) -> usize {
+        self.substeps
+    }
+
+    /// The plan replayed (as [`Mpc::planned_knots`]; empty before engagement).
+    pub fn planned_knots(&self) -> Vec<super::cito::Knot> {
+        self.mpc.as_ref().map_or_else(Vec::new, |m| m.planned_knots())
     }
 }
 
@@ -221,61 +388,41 @@ pub fn run_closed_loop(
         Some(s) => s,
         None => super::cito::parse_sensitivity(&spec.sensitivity, spec.kappa, spec.delta)?,
     };
-    let (mut sim, u_hold) = settled_start(scene, spec.settle);
+    let (mut sim, _) = settled_start(scene, spec.settle);
     let substeps = (spec.knot_dt / sim.settings.dt).round().max(1.0) as usize;
     if ((substeps as f64) * sim.settings.dt - spec.knot_dt).abs() > 1e-9 {
         return Err(format!("mpc.knot_dt {} is not a multiple of the scene's dt {}", spec.knot_dt, sim.settings.dt));
     }
-    let problem = horizon_problem(&sim, &u_hold, &spec, sensitivity);
-    let target: Vector3<f64> = problem.cost.base_position;
-    let mut mpc = Mpc::new(&problem, spec.iterations, 10);
-    // MPC takes over: open-loop torques from here, pulls timed from now.
+    let mut driver = MpcDriver::new(spec.clone(), sensitivity);
+    driver.engage(&mut sim)?;
+    let target = driver.target().expect("engaged").0;
+    // MPC takes over: pulls timed from now.
     let t0 = sim.t;
-    sim.controller = Controller::None;
     sim.pulls = scene.pulls.iter().map(|p| crate::sim::Pull { start: p.start + t0, ..*p }).collect();
     let pull_end = scene.pulls.iter().map(|p| p.start + p.duration).fold(0.0, f64::max);
-    let (nq, nv) = (sim.model.nq, sim.model.nv);
-    let mut x = DVector::zeros(nq + nv);
-    let mut u = DVector::zeros(sim.model.nu);
     let feet: Vec<usize> =
         (0..sim.model.contact_points.len()).filter(|&i| sim.model.contact_points[i].name.ends_with("foot")).collect();
     let (mut cycles, mut trace) = (Vec::new(), Vec::new());
     let mut stepped = false;
     let mut cancelled = false;
-    let n_cycles = (duration / spec.knot_dt).round() as usize;
+    let n_steps = (duration / spec.knot_dt).round() as usize * substeps;
     let started = Instant::now();
     let error = |q: &DVector<f64>| (Vector3::new(q[0], q[1], q[2]) - target).norm();
-    for c in 0..n_cycles {
+    for _ in 0..n_steps {
         if cancel.is_some_and(|f| f.load(Ordering::Relaxed)) {
             cancelled = true;
             break;
         }
-        x.rows_mut(0, nq).copy_from(&sim.q);
-        x.rows_mut(nq, nv).copy_from(&sim.v);
-        let t_solve = Instant::now();
-        let info = mpc.replan(&x, cancel);
-        let cycle = CycleInfo {
-            t: c as f64 * spec.knot_dt,
-            status: info.status,
-            iterations: info.iterations,
-            cost: info.cost,
-            solve_ms: 1e3 * t_solve.elapsed().as_secs_f64(),
-            base_error_m: error(&sim.q),
-        };
-        observe(&cycle);
-        cycles.push(cycle);
-        for j in 0..substeps {
-            x.rows_mut(0, nq).copy_from(&sim.q);
-            x.rows_mut(nq, nv).copy_from(&sim.v);
-            mpc.control(&x, j as f64 / substeps as f64, &mut u);
-            sim.u_offset.copy_from(&u);
-            let st = sim.step();
-            if !st.status.advanced() {
-                return Err(format!("the simulator step at t = {:.3} s failed: {:?}", sim.t - t0, st.status));
-            }
-            stepped |= feet.iter().any(|&k| sim.ws.contacts.phi[k] > 0.005);
-            trace.push((sim.t - t0, [sim.q[0], sim.q[1], sim.q[2]], error(&sim.q)));
+        if let Some(cycle) = driver.before_step(&mut sim, cancel)? {
+            observe(&cycle);
+            cycles.push(cycle);
         }
+        let st = sim.step();
+        if !st.status.advanced() {
+            return Err(format!("the simulator step at t = {:.3} s failed: {:?}", sim.t - t0, st.status));
+        }
+        stepped |= feet.iter().any(|&k| sim.ws.contacts.phi[k] > 0.005);
+        trace.push((sim.t - t0, [sim.q[0], sim.q[1], sim.q[2]], error(&sim.q)));
     }
     let wall = started.elapsed().as_secs_f64();
     let simulated = trace.last().map(|t| t.0).unwrap_or(0.0);
@@ -299,10 +446,10 @@ pub fn run_closed_loop(
         realtime_factor: simulated / wall.max(1e-12),
         cycles: cycles.len(),
         duration_s: simulated,
-        horizon_knots: problem.knots,
+        horizon_knots: driver.knots(),
         iterations_per_cycle: spec.iterations,
         stepped,
         cancelled,
     };
-    Ok(MpcReport { cycles, trace, last_plan: mpc.planned_knots(), summary })
+    Ok(MpcReport { cycles, trace, last_plan: driver.planned_knots(), summary })
 }

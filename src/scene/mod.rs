@@ -381,6 +381,44 @@ pub struct MpcSpec {
     pub recovery_time: f64,
 }
 
+/// The defaults a scene file gets for an empty `cito: ()` (the app's Control window starts
+/// from these on scenes without a `cito` section).
+impl Default for CitoSpec {
+    fn default() -> Self {
+        Self {
+            target_offset: zero3(),
+            target_rpy: zero3(),
+            settle: default_settle(),
+            horizon: default_ocp_horizon(),
+            knot_dt: default_knot_dt(),
+            weights: CitoWeights::default(),
+            iterations: default_cito_iterations(),
+            sensitivity: default_ocp_sensitivity(),
+            kappa: default_ocp_kappa(),
+            delta: default_delta(),
+        }
+    }
+}
+
+/// The defaults of an empty `mpc: ()`.
+impl Default for MpcSpec {
+    fn default() -> Self {
+        Self {
+            settle: default_settle(),
+            horizon: default_ocp_horizon(),
+            knot_dt: default_knot_dt(),
+            iterations: default_mpc_iterations(),
+            duration: default_mpc_duration(),
+            weights: CitoWeights::default(),
+            sensitivity: default_ocp_sensitivity(),
+            kappa: default_ocp_kappa(),
+            delta: default_delta(),
+            recovery_tolerance: default_recovery_tolerance(),
+            recovery_time: default_recovery_time(),
+        }
+    }
+}
+
 fn default_learn_task() -> String {
     "stand".into()
 }

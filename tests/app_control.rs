@@ -1,0 +1,156 @@
+//! Headless tests of the Control window's machinery (MinimalPlugins, manual time): MPC as the
+//! simulation's driver rejecting the mouse spring and moving to a new target, the scene's
+//! controller back on stop, and a CITO solve on a background task from the state on screen.
+#![cfg(feature = "viewer")]
+
+use bevy::prelude::*;
+use bevy::time::TimeUpdateStrategy;
+use contactlab::app::control::{displayed_simulation, CitoState, ControlSettings, MpcLink, MPC_DRIVER};
+use contactlab::app::sim::{DragPull, DriverSlot, SimCommand, SimCommands, SimHistory, SimWorker};
+use contactlab::app::{core_plugins, CurrentScene};
+use contactlab::scene::Scene;
+use contactlab::sim::Controller;
+use nalgebra::Vector3;
+use std::path::Path;
+use std::time::Duration;
+
+const FRAME: f64 = 1.0 / 60.0;
+
+fn app(scene: &str) -> App {
+    let scene = Scene::load(Path::new(scene)).expect("scene loads");
+    let mut app = App::new();
+    app.add_plugins(MinimalPlugins)
+        .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_secs_f64(FRAME)))
+        .insert_resource(CurrentScene { scene, generation: 0 });
+    core_plugins(&mut app);
+    app.update();
+    app
+}
+
+fn push(app: &mut App, c: SimCommand) {
+    app.world_mut().resource_mut::<SimCommands>().push(c);
+}
+
+/// Frames until the displayed time reaches `t` (the step task keeps up with manual time at
+/// its own pace: each frame owes 1/60 s, and waits for the batch that is running).
+fn run_until(app: &mut App, t: f64) {
+    for _ in 0..200_000 {
+        app.update();
+        let now = app.world().resource::<SimHistory>().snapshots.back().map_or(0.0, |s| s.t);
+        if now >= t {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    panic!("simulation did not reach t = {t}");
+}
+
+fn idle(app: &mut App) {
+    push(app, SimCommand::Pause);
+    for _ in 0..100_000 {
+        app.update();
+        if !app.world().resource::<SimWorker>().busy() && app.world().resource::<SimCommands>().0.is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    panic!("the step task did not finish");
+}
+
+fn base(app: &App) -> Vector3<f64> {
+    let s = app.world().resource::<SimHistory>().snapshots.back().unwrap();
+    Vector3::new(s.q[0], s.q[1], s.q[2])
+}
+
+#[test]
+fn mpc_drives_rejects_the_mouse_spring_and_hands_back() {
+    let mut app = app("scenes/mpc_pull.ron");
+    run_until(&mut app, 1.0);
+    let spec = app.world().resource::<ControlSettings>().mpc.clone();
+    let driver = app.world_mut().resource_mut::<MpcLink>().driver(spec).unwrap();
+    push(&mut app, SimCommand::Drive(DriverSlot::new(Box::new(driver))));
+    run_until(&mut app, 1.2);
+    assert_eq!(app.world().resource::<SimWorker>().driver(), Some(MPC_DRIVER));
+    let link = app.world().resource::<MpcLink>().clone();
+    let home = link.snapshot().home.expect("engaged").0;
+    // The scene's own pull is 45 N for 0.3 s; the mouse spring is held at 12 cm to the side
+    // with its force capped at 45 N, for 0.3 s.
+    let t0 = app.world().resource::<SimHistory>().snapshots.back().unwrap().t;
+    push(
+        &mut app,
+        SimCommand::Drag(Some(DragPull {
+            body: 0,
+            point: Vector3::zeros(),
+            target: home + Vector3::new(0.0, 0.12, 0.0),
+            stiffness: 2000.0,
+            damping: 0.0,
+            max_force: 45.0,
+        })),
+    );
+    run_until(&mut app, t0 + 0.3);
+    let pushed = base(&app);
+    push(&mut app, SimCommand::Drag(None));
+    run_until(&mut app, t0 + 2.3);
+    let back = base(&app);
+    assert!((pushed - home).norm() > 0.02, "the spring did not move the base: {pushed:?} from {home:?}");
+    assert!((back - home).norm() < 0.02, "base {back:?} did not return to {home:?}");
+    let t = link.snapshot();
+    assert!(t.total_cycles >= 200, "{} replans", t.total_cycles);
+    assert!(t.cycles.iter().all(|c| c.solve_ms.is_finite() && c.cost.is_finite()));
+    let plan = t.plan.expect("a plan");
+    assert_eq!(plan.len(), 31);
+    // A new target from the window: 3 cm up.
+    let (p, r) = t.target.unwrap();
+    link.set_target(p + Vector3::new(0.0, 0.0, 0.03), r);
+    let t1 = app.world().resource::<SimHistory>().snapshots.back().unwrap().t;
+    run_until(&mut app, t1 + 1.5);
+    assert!((base(&app).z - (p.z + 0.03)).abs() < 0.01, "base z {} for target {}", base(&app).z, p.z + 0.03);
+    // Stop: the scene's PD takes over again.
+    push(&mut app, SimCommand::StopDriving);
+    idle(&mut app);
+    assert_eq!(app.world().resource::<SimWorker>().driver(), None);
+    let sim = app.world().resource::<SimWorker>().idle_sim().unwrap();
+    assert!(matches!(sim.controller, Controller::JointPd { .. }));
+    assert!(sim.u_offset.iter().all(|&u| u == 0.0));
+}
+
+#[test]
+fn cito_plans_in_the_background_from_the_state_on_screen() {
+    let mut app = app("scenes/cito_raise.ron");
+    run_until(&mut app, 0.6);
+    idle(&mut app);
+    let scene = app.world().resource::<CurrentScene>().scene.clone();
+    let start = displayed_simulation(&scene, app.world().resource::<SimHistory>());
+    let shown = app.world().resource::<SimHistory>().displayed().unwrap().q.clone();
+    assert_eq!(start.q, shown);
+    let mut spec = app.world().resource::<ControlSettings>().cito.clone();
+    spec.target_offset = [0.0, 0.0, -0.03];
+    spec.iterations = 15;
+    app.world_mut().resource_mut::<CitoState>().start(start, spec);
+    assert!(app.world().resource::<CitoState>().busy());
+    // The simulation keeps running while the plan is computed.
+    push(&mut app, SimCommand::Play);
+    for _ in 0..1_000_000 {
+        app.update();
+        if app.world().resource::<CitoState>().finished == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let st = app.world().resource::<CitoState>();
+    assert!(st.error.is_none(), "{:?}", st.error);
+    let run = st.result.as_ref().expect("a plan");
+    let its = st.progress.lock().unwrap().clone();
+    assert_eq!(its.len(), run.report.info.iterations);
+    assert!(its.len() >= 2 && its.last().unwrap().cost < its.first().unwrap().cost);
+    assert_eq!(run.ghost.len(), 31);
+    assert!((run.target.0.z - (shown[2] - 0.03)).abs() < 1e-12);
+    assert!(run.report.pose_error_m < 0.01, "pose error {} m", run.report.pose_error_m);
+    assert!(run.report.max_penetration_m < 1e-3);
+    // The ghost's last base is the replayed final base.
+    let last = run.report.knots.last().unwrap();
+    let g = run.ghost.base.last().unwrap().0;
+    assert!((g - Vector3::new(last.base[0], last.base[1], last.base[2])).norm() < 1e-9);
+    let h = app.world().resource::<SimHistory>();
+    assert!(h.snapshots.back().unwrap().t > 0.7, "the simulation stalled during the solve");
+}
