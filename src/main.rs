@@ -639,22 +639,22 @@ fn contactnets(command: ContactnetsCommand) -> Result<()> {
             let method: model::Method = method.parse().map_err(|e: String| anyhow::anyhow!("--method: {e}"))?;
             let d = data::Dataset::load(&dir)?;
             let sp = data::split(&d, &data::SplitSettings { seed, ..Default::default() });
-            if tosses == 0 || tosses > sp.train.len() {
+            let Some((train_idx, valid_idx)) = sp.first(tosses) else {
                 bail!(
                     "--tosses: must be in 1..={} (the training split of {}), got {tosses}",
                     sp.train.len(),
                     dir.display()
                 );
-            }
-            let nv = tosses.div_ceil(4).max(1).min(sp.valid.len());
+            };
+            let nv = valid_idx.len();
             let mut ts = train::TrainSettings { method, seed, threads, ..Default::default() };
             ts.steps = steps.unwrap_or(ts.steps);
             ts.batch = batch.unwrap_or(ts.batch);
             ts.lr = lr.unwrap_or(ts.lr);
             ts.lr_e2e = lr_e2e.unwrap_or(ts.lr_e2e);
             ts.patience = patience.unwrap_or(ts.patience);
-            let tr = d.transitions(&sp.train[..tosses]);
-            let va = d.transitions(&sp.valid[..nv]);
+            let tr = d.transitions(train_idx);
+            let va = d.transitions(valid_idx);
             let (mut m, rep) = train::train(&d.body, &tr, &va, &ts).map_err(|e| anyhow::anyhow!(e))?;
             let test: Vec<_> = sp.test.iter().map(|&i| &d.tosses[i]).collect();
             let ev = eval::evaluate(&m, &test, threads);
@@ -662,7 +662,7 @@ fn contactnets(command: ContactnetsCommand) -> Result<()> {
                 "data": dir.display().to_string(),
                 "tosses": tosses,
                 "seed": seed,
-                "train_tosses": sp.train[..tosses].iter().map(|&i| d.tosses[i].name.clone()).collect::<Vec<_>>(),
+                "train_tosses": train_idx.iter().map(|&i| d.tosses[i].name.clone()).collect::<Vec<_>>(),
                 "valid_tosses": nv,
                 "train_transitions": tr.len(),
                 "report": rep,

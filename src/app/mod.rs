@@ -13,7 +13,7 @@
 //! | [`capture::CapturePlugin`] | `--screenshot`: render N frames, save, exit; frame-cost statistics |
 //! | [`control::ControlPlugin`] | the Control window: CITO and MPC on background tasks, target gizmos, ghost plans |
 //! | [`policy::PolicyPlugin`] | the Policy window: a learned policy driving the robot live; training in the background |
-//! | [`replay::ReplayPlugin`] | the ContactNets window: a learned model's rollout beside a real toss |
+//! | [`replay::ReplayPlugin`] | ContactNets: a learned model's rollout beside a real toss (tasks, clock; the window and gizmos in [`replay::ReplayUiPlugin`]) |
 //!
 //! The tool windows (Control, Policy, ContactNets) float over the 3D view and are toggled from
 //! the top bar ([`ToolWindows`]).
@@ -216,6 +216,7 @@ pub fn run(opts: ViewerOptions) -> anyhow::Result<()> {
         ui::UiPlugin,
         capture::CapturePlugin,
         control::ControlUiPlugin,
+        replay::ReplayUiPlugin,
     ));
     let exit = app.run();
     match exit {

@@ -117,7 +117,9 @@ impl std::fmt::Debug for DriverSlot {
 
 /// A driver in the simulation, and whether it has been engaged.
 struct Driving {
-    driver: Box<dyn Driver>,
+    // Resources must be `Sync`; the driver is only ever used through `&mut` (on the batch
+    // thread or while idle), so it need not be.
+    driver: bevy::platform::cell::SyncCell<Box<dyn Driver>>,
     engaged: bool,
 }
 
@@ -288,7 +290,7 @@ impl SimWorker {
 fn release(driving: &mut Option<Driving>, sim: &mut Simulation) {
     if let Some(mut d) = driving.take() {
         if d.engaged {
-            d.driver.release(sim);
+            d.driver.get().release(sim);
         }
     }
 }
@@ -347,10 +349,10 @@ fn run_batch(
             sim.pulls.push(Pull { body: d.body, point: d.point, force, start: sim.t, duration: sim.settings.dt });
         }
         if let Some(d) = driving.as_mut() {
-            let r = if d.engaged { Ok(()) } else { d.driver.engage(&mut sim) };
+            let r = if d.engaged { Ok(()) } else { d.driver.get().engage(&mut sim) };
             d.engaged = true;
-            if let Err(e) = r.and_then(|_| d.driver.before_step(&mut sim)) {
-                driver_error = Some(format!("{}: {e}", d.driver.name()));
+            if let Err(e) = r.and_then(|_| d.driver.get().before_step(&mut sim)) {
+                driver_error = Some(format!("{}: {e}", d.driver.get().name()));
                 sim.pulls.truncate(base_pulls);
                 release(&mut driving, &mut sim);
                 break;
@@ -512,7 +514,8 @@ pub fn advance(
                 if let Some(driver) = slot.take() {
                     release(&mut worker.driving, &mut sim);
                     worker.driver_name = Some(driver.name());
-                    worker.driving = Some(Driving { driver, engaged: false });
+                    worker.driving =
+                        Some(Driving { driver: bevy::platform::cell::SyncCell::new(driver), engaged: false });
                 }
             }
             SimCommand::StopDriving => {

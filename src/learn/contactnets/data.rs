@@ -432,6 +432,19 @@ pub struct Split {
     pub test: Vec<usize>,
 }
 
+impl Split {
+    /// The tosses of a run on `n` training tosses: the first `n` of the training split and,
+    /// for early stopping, the first `max(1, ceil(n / 4))` of the validation split (all of them
+    /// if it is smaller). `None` unless `1 <= n <= train.len()`.
+    pub fn first(&self, n: usize) -> Option<(&[usize], &[usize])> {
+        if n == 0 || n > self.train.len() {
+            return None;
+        }
+        let nv = n.div_ceil(4).max(1).min(self.valid.len());
+        Some((&self.train[..n], &self.valid[..nv]))
+    }
+}
+
 /// Shuffles the duplicate groups with the seed and deals them into test, validation and train
 /// (in that order) until each of the first two holds its fraction of the tosses.
 pub fn split(data: &Dataset, settings: &SplitSettings) -> Split {

@@ -44,8 +44,9 @@ pub struct EvalReport {
     pub per_toss: Vec<TossMetrics>,
 }
 
-/// Rolls out one toss and compares it with the data.
-pub fn toss_metrics(model: &LearnedModel, toss: &Toss) -> TossMetrics {
+/// The rollout of one toss from its first frame, `T + 1` poses: a rollout the simulator could
+/// not continue is padded with its last pose, and the reason is returned with it.
+pub fn toss_rollout(model: &LearnedModel, toss: &Toss) -> (Vec<Pose>, Option<String>) {
     let steps = toss.frames.len() - 1;
     let (mut poses, failure) = match model.rollout(&toss.frames[0], steps) {
         Ok(p) => (p, None),
@@ -63,6 +64,13 @@ pub fn toss_metrics(model: &LearnedModel, toss: &Toss) -> TossMetrics {
     };
     let last = *poses.last().expect("a rollout has its first pose");
     poses.resize(steps + 1, last);
+    (poses, failure)
+}
+
+/// The metrics of a rollout `poses` (from [`toss_rollout`]) against the toss.
+pub fn rollout_metrics(model: &LearnedModel, toss: &Toss, poses: &[Pose], failure: Option<String>) -> TossMetrics {
+    let steps = toss.frames.len() - 1;
+    assert_eq!(poses.len(), steps + 1, "a rollout of {} has one pose per frame", toss.name);
     let w = model.body.block_width();
     let corners: Vec<Vector3<f64>> = model.body.vertices.iter().map(|v| Vector3::from(*v)).collect();
     let (mut pos, mut ang, mut pen) = (0.0, 0.0, 0.0);
@@ -82,6 +90,12 @@ pub fn toss_metrics(model: &LearnedModel, toss: &Toss) -> TossMetrics {
         penetration_pct: pen / n,
         failure,
     }
+}
+
+/// Rolls out one toss and compares it with the data.
+pub fn toss_metrics(model: &LearnedModel, toss: &Toss) -> TossMetrics {
+    let (poses, failure) = toss_rollout(model, toss);
+    rollout_metrics(model, toss, &poses, failure)
 }
 
 /// Rolls out every toss (on `threads` scoped threads) and averages.

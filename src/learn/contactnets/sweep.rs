@@ -63,12 +63,11 @@ pub fn run(data: &Dataset, s: &SweepSettings, mut progress: impl FnMut(&SweepRow
         let sp = split(data, &SplitSettings { seed, ..s.split });
         let test: Vec<_> = sp.test.iter().map(|&i| &data.tosses[i]).collect();
         for &n in &s.tosses {
-            if n > sp.train.len() {
+            let Some((train_idx, valid_idx)) = sp.first(n) else {
                 return Err(format!("{n} training tosses requested, the split has {}", sp.train.len()));
-            }
-            let nv = n.div_ceil(4).max(1).min(sp.valid.len());
-            let tr = data.transitions(&sp.train[..n]);
-            let va = data.transitions(&sp.valid[..nv]);
+            };
+            let tr = data.transitions(train_idx);
+            let va = data.transitions(valid_idx);
             for &method in &s.methods {
                 let ts = TrainSettings { method, seed, ..s.train.clone() };
                 let (model, rep) = train(&data.body, &tr, &va, &ts)?;

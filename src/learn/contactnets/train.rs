@@ -19,6 +19,7 @@ use rand::rngs::ChaCha8Rng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Settings of a training run.
@@ -340,12 +341,36 @@ fn fit_normalization(m: &mut LearnedModel, train: &[Transition]) {
     (net.out_mean, net.out_std) = stats(6, &|r, c| ys[r][c]);
 }
 
+/// Lets a caller that runs [`train_monitored`] on another thread (the app) follow and stop it.
+/// Watching changes nothing in the run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TrainMonitor<'a> {
+    /// Checked before every step; when set, the run returns [`CANCELLED`].
+    pub cancel: Option<&'a AtomicBool>,
+    /// The number of finished steps.
+    pub steps: Option<&'a AtomicUsize>,
+}
+
+/// The error of a run stopped through [`TrainMonitor::cancel`].
+pub const CANCELLED: &str = "training cancelled";
+
 /// Trains a model of `settings.method` on `train`, stopping early on `valid`.
 pub fn train(
     body: &Body,
     train: &[Transition],
     valid: &[Transition],
     settings: &TrainSettings,
+) -> Result<(LearnedModel, TrainReport), String> {
+    train_monitored(body, train, valid, settings, TrainMonitor::default())
+}
+
+/// [`train`], reporting progress to and stopping on request from `monitor`.
+pub fn train_monitored(
+    body: &Body,
+    train: &[Transition],
+    valid: &[Transition],
+    settings: &TrainSettings,
+    monitor: TrainMonitor,
 ) -> Result<(LearnedModel, TrainReport), String> {
     settings.validate()?;
     if train.is_empty() {
@@ -375,6 +400,9 @@ pub fn train(
     let (mut run_loss, mut run_n) = (0.0, 0usize);
     let mu_index = if m.method == Method::E2e { None } else { Some(3 * m.vertices.len()) };
     for step in 1..=settings.steps {
+        if monitor.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(CANCELLED.into());
+        }
         let mut batch = Vec::with_capacity(settings.batch);
         while batch.len() < settings.batch.min(train.len()) {
             if pos == order.len() {
@@ -394,6 +422,9 @@ pub fn train(
         }
         set_params(&mut m, &theta);
         report.steps = step;
+        if let Some(n) = monitor.steps {
+            n.store(step, Ordering::Relaxed);
+        }
         if step % settings.eval_every == 0 || step == settings.steps {
             let v = if valid_refs.is_empty() {
                 run_loss / run_n as f64
