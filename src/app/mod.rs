@@ -214,6 +214,7 @@ pub fn run(opts: ViewerOptions) -> anyhow::Result<()> {
         overlay::OverlayPlugin,
         pick::PickPlugin,
         ui::UiPlugin,
+        policy::PolicyUiPlugin,
         capture::CapturePlugin,
         control::ControlUiPlugin,
         replay::ReplayUiPlugin,

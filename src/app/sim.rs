@@ -87,7 +87,8 @@ impl DragPull {
 /// `engage` runs once, before its first step, on the batch's thread (it may plan);
 /// `release` gives the controls back (restores the controller it replaced). An error stops the
 /// batch like a failed step, with the message shown, and drops the driver (after `release`).
-pub trait Driver: Send + 'static {
+/// `Sync` because it sits in the [`SimWorker`] resource while the simulation is idle.
+pub trait Driver: Send + Sync + 'static {
     /// Shown in the top bar while it drives.
     fn name(&self) -> String;
     fn engage(&mut self, sim: &mut Simulation) -> Result<(), String>;
