@@ -109,7 +109,8 @@ fn shipped_policy_stands_through_a_sideways_pull_and_follows_the_command() {
     let scene_controller = app.world().resource::<CurrentScene>().scene.controller.clone();
     assert_ne!(worker(&app).idle_sim().unwrap().controller, scene_controller);
 
-    // A sideways spring on the trunk (as Ctrl + drag does), 0.3 s, up to 80 N.
+    // A sideways spring on the trunk (as Ctrl + drag does), 0.2 s, up to 50 N: the strongest
+    // push of the task's training distribution (20 to 50 N for 0.1 to 0.2 s).
     let y0 = last(&app).q[1];
     let trunk = app.world().resource::<CurrentScene>().scene.model.body_index("trunk").unwrap();
     let p = last(&app).bodies[trunk].trans;
@@ -122,10 +123,10 @@ fn shipped_policy_stands_through_a_sideways_pull_and_follows_the_command() {
             target: p + Vector3::new(0.0, 0.25, 0.0),
             stiffness: 400.0,
             damping: 20.0,
-            max_force: 80.0,
+            max_force: 50.0,
         })),
     );
-    steps(&mut app, 30);
+    steps(&mut app, 20);
     let pushed = last(&app).q[1] - y0;
     assert!(pushed > 0.01, "the pull moved the trunk only {pushed} m sideways");
     push(&mut app, SimCommand::Drag(None));
@@ -133,7 +134,7 @@ fn shipped_policy_stands_through_a_sideways_pull_and_follows_the_command() {
     steps(&mut app, 150);
     let h = app.world().resource::<SimHistory>();
     let after: Vec<&Snapshot> = h.snapshots.range(first..).collect();
-    assert!(after.len() >= 180);
+    assert!(after.len() >= 170);
     for s in &after {
         assert!(s.q[2] > 0.22, "trunk at {} m at t = {:.2} s: fell", s.q[2], s.t);
         assert!(!trunk_contact(&app, s), "trunk or leg touched the ground at t = {:.2} s", s.t);

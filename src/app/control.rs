@@ -31,7 +31,7 @@ use crate::ocp::IterationInfo;
 use crate::scene::{CitoSpec, MpcSpec, Scene};
 use crate::sim::Simulation;
 use bevy::prelude::*;
-use bevy::tasks::{futures::check_ready, AsyncComputeTaskPool, Task};
+use bevy::tasks::{futures::check_ready, Task};
 use bevy_egui::egui;
 use egui_plot::{HLine, Legend, Line, Plot, PlotPoints};
 use nalgebra::{Matrix3, Rotation3, Vector3};
@@ -245,7 +245,7 @@ impl CitoState {
         self.pending_target = Some((problem.cost.base_position, problem.cost.base_rotation));
         let (cancel, progress) = (self.cancel.clone(), self.progress.clone());
         self.started = Some(Instant::now());
-        self.task = Some(AsyncComputeTaskPool::get().spawn(async move {
+        self.task = Some(super::jobs::spawn("CITO", move || {
             let report = cito::solve(&problem, Some(&cancel), &mut |it| {
                 if let Ok(mut p) = progress.lock() {
                     p.push(*it);
@@ -842,6 +842,11 @@ fn mpc_ui(
         }
         u.label("Ctrl + drag the robot to push it");
     });
+    u.weak(
+        "Start on a settled stance. With one iteration per cycle it rejects trunk pulls up to about \
+         40 N for 0.3 s; a harder pull can make a replan diverge, and the scene's controller then \
+         takes over again.",
+    );
     let t = link.snapshot();
     u.label("Target, relative to the pose at start:");
     if pose_sliders(u, &mut s.mpc_offset, &mut s.mpc_rpy) {

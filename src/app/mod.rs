@@ -28,6 +28,7 @@
 
 pub mod capture;
 pub mod control;
+pub mod jobs;
 pub mod overlay;
 pub mod pick;
 pub mod plots;

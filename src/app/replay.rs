@@ -9,7 +9,7 @@
 //!
 //! Two plugins split the work as [`super::sweep`] and [`super::ui`] do:
 //! - [`ReplayPlugin`] (also in the headless tests) owns the settings, the replay and training
-//!   tasks on `AsyncComputeTaskPool` (each owns its inputs: paths and an `Arc` of the model;
+//!   tasks on threads of their own ([`super::jobs`]) (each owns its inputs: paths and an `Arc` of the model;
 //!   files are read on the task, never on the frame) and the playback clock.
 //! - [`ReplayUiPlugin`] (windowed app only) draws the window, the gizmos and aims the camera.
 //!
@@ -419,7 +419,7 @@ pub fn drive_replay(
             }
         },
     };
-    state.task = Some(AsyncComputeTaskPool::get().spawn(async move { run_replay(key.toss, job) }));
+    state.task = Some(super::jobs::spawn("rollout", move || run_replay(key.toss, job)));
 }
 
 /// Trains a polytope on the first `tosses` training tosses of `dir`'s seeded split, as
@@ -497,7 +497,7 @@ pub fn drive_training(mut settings: ResMut<ReplaySettings>, mut state: ResMut<Re
         (settings.data_dir.clone(), settings.train_tosses, settings.train_seed, settings.train_steps);
     let (cancel, progress) = (state.train_cancel.clone(), state.train_progress.clone());
     let generation = state.trained.as_ref().map_or(0, |t| t.generation) + 1;
-    state.training = Some(AsyncComputeTaskPool::get().spawn(async move {
+    state.training = Some(super::jobs::spawn("ContactNets training", move || {
         let (m, report) = run_training(dir, n, seed, steps, cancel, progress)?;
         Ok(TrainedModel { model: Arc::new(m), report, tosses: n, seed, generation })
     }));

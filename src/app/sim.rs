@@ -87,8 +87,7 @@ impl DragPull {
 /// `engage` runs once, before its first step, on the batch's thread (it may plan);
 /// `release` gives the controls back (restores the controller it replaced). An error stops the
 /// batch like a failed step, with the message shown, and drops the driver (after `release`).
-/// `Sync` because it sits in the [`SimWorker`] resource while the simulation is idle.
-pub trait Driver: Send + Sync + 'static {
+pub trait Driver: Send + 'static {
     /// Shown in the top bar while it drives.
     fn name(&self) -> String;
     fn engage(&mut self, sim: &mut Simulation) -> Result<(), String>;

@@ -9,7 +9,7 @@ use crate::diff::sweep::{run_sweep, SweepResult};
 use crate::gradcheck::{spec_from_state, Overrides};
 use crate::scene::{GradcheckSpec, ObjectiveTermSpec};
 use bevy::prelude::*;
-use bevy::tasks::{futures::check_ready, AsyncComputeTaskPool, Task};
+use bevy::tasks::{futures::check_ready, Task};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -288,8 +288,6 @@ pub fn drive_sweep(
     state.running = Some(settings.clone());
     state.error = None;
     let (cancel, progress) = (state.cancel.clone(), state.progress.clone());
-    state.task = Some(
-        AsyncComputeTaskPool::get()
-            .spawn(async move { run_sweep(&sim, &spec, &cancel, &progress).map_err(|e| e.to_string()) }),
-    );
+    state.task =
+        Some(super::jobs::spawn("sweep", move || run_sweep(&sim, &spec, &cancel, &progress).map_err(|e| e.to_string())));
 }

@@ -130,7 +130,9 @@ pub fn settled_start(scene: &Scene, settle: f64) -> (Simulation, DVector<f64>) {
 pub fn hold_torque(sim: &Simulation) -> DVector<f64> {
     let mut u = DVector::zeros(sim.model.nu);
     let mut damping = DVector::zeros(sim.model.nu);
-    sim.controller.compute(&sim.model, sim.q.as_slice(), sim.v.as_slice(), sim.settings.dt, &mut u, &mut damping);
+    // At rest: the controller's damping of a transient velocity is not part of holding the pose.
+    let rest = vec![0.0; sim.model.nv];
+    sim.controller.compute(&sim.model, sim.q.as_slice(), &rest, sim.settings.dt, &mut u, &mut damping);
     if sim.u_offset.len() == u.len() {
         u += &sim.u_offset;
     }
