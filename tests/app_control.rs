@@ -146,7 +146,12 @@ fn cito_plans_in_the_background_from_the_state_on_screen() {
     let run = st.result.as_ref().expect("a plan");
     let its = st.progress.lock().unwrap().clone();
     // Every iteration the solver reports was streamed (it may also count rejected ones).
-    assert!(its.len() <= run.report.info.iterations + 1, "{} streamed, {} reported", its.len(), run.report.info.iterations);
+    assert!(
+        its.len() <= run.report.info.iterations + 1,
+        "{} streamed, {} reported",
+        its.len(),
+        run.report.info.iterations
+    );
     assert!(its.len() >= 2 && its.last().unwrap().cost < its.first().unwrap().cost);
     assert_eq!(run.ghost.len(), 31);
     assert!((run.target.0.z - (shown[2] - 0.03)).abs() < 1e-12);

@@ -159,3 +159,28 @@ fn training_in_the_background_can_be_cancelled() {
     assert!(st.trained.is_none(), "a cancelled run leaves no model");
     assert!(st.train_error.is_none(), "cancelling is not an error: {:?}", st.train_error);
 }
+
+#[test]
+fn a_learned_model_file_is_replayed_with_its_vertices_against_the_true_cube() {
+    // A polytope with one corner pushed out by 0.2 half widths and a different friction, written
+    // as `contactnets train` writes models.
+    let body = Body::load(&Path::new(DATA).join("params.json")).expect("params load");
+    let mut learned = LearnedModel::truth(&body);
+    learned.vertices[0][2] -= 0.2;
+    learned.mu *= 0.5;
+    let dir = std::env::temp_dir().join(format!("contactlab_replay_model_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("poly.json");
+    learned.save(&file).unwrap();
+    let mut app = app();
+    replay(&mut app, TossSource::Index(3), ModelSource::File(file.clone()));
+    let st = app.world().resource::<ReplayState>();
+    assert!(st.error.is_none(), "{:?}", st.error);
+    let r = st.replay.as_ref().expect("a replay");
+    assert!((r.vertex_error.unwrap() - 0.2).abs() < 1e-12, "vertex error {:?}", r.vertex_error);
+    let toss = load_toss(&Path::new(DATA).join("toss_003.csv")).unwrap();
+    let loaded = contactlab::learn::contactnets::model::load(&file).unwrap();
+    assert_eq!(r.metrics, eval::toss_metrics(&loaded, &toss), "the window's numbers are eval's");
+    assert_ne!(r.metrics, eval::toss_metrics(&LearnedModel::truth(&body), &toss), "the file's model was used");
+    std::fs::remove_dir_all(&dir).ok();
+}

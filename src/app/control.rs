@@ -445,8 +445,21 @@ fn autostart(
     if *done || !opts.start || !tools.control {
         return;
     }
+    // Both start from a settled stance, as `contactlab cito` and `contactlab mpc` do: `settle`
+    // seconds after the start and after the scene's last scheduled pull (which the scene's own
+    // controller meets).
+    let mpc = scene.scene.file.mpc.is_some();
+    let settle = if mpc { settings.mpc.settle } else { settings.cito.settle };
+    let last_pull = scene.scene.pulls.iter().map(|p| p.start + p.duration).fold(0.0, f64::max);
+    let now = history.snapshots.back().map_or(0.0, |s| s.t);
+    if now + 1e-9 < settle + last_pull {
+        if history.snapshots.len() <= 1 {
+            commands.push(SimCommand::Play);
+        }
+        return;
+    }
     *done = true;
-    if scene.scene.file.mpc.is_some() {
+    if mpc {
         start_mpc(&settings, &mut link, &mut commands, &mut cito);
     } else {
         cito.start(displayed_simulation(&scene.scene, &history), settings.cito.clone());
@@ -621,8 +634,10 @@ fn draw(
     } else if let Some(s) = history.displayed().and_then(|s| s.bodies.first()) {
         // Before any solve: where the sliders put the target.
         let [r, p, y] = settings.cito.target_rpy;
-        let target =
-            (s.trans + Vector3::from(settings.cito.target_offset), Rotation3::from_euler_angles(r, p, y).matrix() * s.rot);
+        let target = (
+            s.trans + Vector3::from(settings.cito.target_offset),
+            Rotation3::from_euler_angles(r, p, y).matrix() * s.rot,
+        );
         draw_target(&mut gizmos, &target);
     }
 }
@@ -640,10 +655,17 @@ fn sensitivity_ui(u: &mut egui::Ui, id: &str, name: &mut String, kappa: &mut f64
     if name != "exact" {
         u.horizontal(|u| {
             u.label("kappa");
-            u.add(egui::DragValue::new(kappa).range(1e-8..=1.0).speed(1e-5).custom_formatter(|v, _| format!("{v:.1e}")));
+            u.add(
+                egui::DragValue::new(kappa).range(1e-8..=1.0).speed(1e-5).custom_formatter(|v, _| format!("{v:.1e}")),
+            );
             if name == "relaxed" {
                 u.label("delta");
-                u.add(egui::DragValue::new(delta).range(0.0..=1.0).speed(1e-4).custom_formatter(|v, _| format!("{v:.1e}")));
+                u.add(
+                    egui::DragValue::new(delta)
+                        .range(0.0..=1.0)
+                        .speed(1e-4)
+                        .custom_formatter(|v, _| format!("{v:.1e}")),
+                );
             }
         });
     }
@@ -690,19 +712,26 @@ fn window_system(
     let mpc_on = worker.as_ref().and_then(|w| w.driver()) == Some(MPC_DRIVER);
     let floating = scene.scene.model.nq >= 7 && scene.scene.model.nu > 0;
     let mut open = true;
+    let right = ctx.viewport_rect().right();
+    let has_mpc = scene.scene.file.mpc.is_some();
     egui::Window::new("Control: CITO and MPC")
         .open(&mut open)
-        .default_pos([345.0, 90.0])
-        .default_width(380.0)
+        .default_pos([right - 400.0, 70.0])
+        .default_width(390.0)
+        .default_height((ctx.viewport_rect().height() - 120.0).max(300.0))
         .resizable(true)
+        .vscroll(true)
         .show(&ctx, |u| {
             if !floating {
                 u.label("CITO and MPC need an actuated floating-base robot; open the quadruped scenes.");
                 return;
             }
-            egui::CollapsingHeader::new("Trajectory optimization (CITO)").default_open(!mpc_on).show(u, |u| {
-                cito_ui(u, &mut settings, &mut cito, &scene.scene, &history);
-            });
+            egui::CollapsingHeader::new("Trajectory optimization (CITO)").default_open(!has_mpc && !mpc_on).show(
+                u,
+                |u| {
+                    cito_ui(u, &mut settings, &mut cito, &scene.scene, &history);
+                },
+            );
             egui::CollapsingHeader::new("Model-predictive control (MPC)").default_open(true).show(u, |u| {
                 mpc_ui(u, &mut settings, &mut link, &mut cito, &mut commands, mpc_on);
             });
@@ -739,7 +768,11 @@ fn cito_ui(u: &mut egui::Ui, s: &mut ControlSettings, cito: &mut CitoState, scen
             let n = cito.progress.lock().map(|p| p.len()).unwrap_or(0);
             u.spinner();
             u.label(format!("iteration {n}, {:.1} s", cito.elapsed().unwrap_or(0.0)));
-        } else if u.button("Plan from this state").on_hover_text("CITO on a background task").clicked() {
+        } else if u
+            .button("Plan from this state")
+            .on_hover_text("CITO on a background task, from the state on screen: let the robot settle first")
+            .clicked()
+        {
             cito.start(displayed_simulation(scene, history), s.cito.clone());
         }
     });
@@ -773,7 +806,7 @@ fn cito_ui(u: &mut egui::Ui, s: &mut ControlSettings, cito: &mut CitoState, scen
         Plot::new("cito_cost").height(120.0).x_axis_label("iteration").y_axis_label("log10 cost").show(u, |p| {
             let pts: Vec<[f64; 2]> =
                 its.iter().filter(|i| i.cost > 0.0).map(|i| [i.iteration as f64, i.cost.log10()]).collect();
-            p.add(Line::new("cost", PlotPoints::from(pts)).width(2.0));
+            p.add(Line::new("cost", PlotPoints::from(pts)).width(2.0).color(egui::Color32::from_rgb(60, 140, 230)));
         });
     }
 }
@@ -875,15 +908,21 @@ fn mpc_ui(
         .legend(Legend::default())
         .x_axis_label("t (s)")
         .y_axis_label("solve (ms)")
+        .include_y(0.0)
         .show(u, |p| {
-            p.add(Line::new("solve time", PlotPoints::from_iter(t.cycles.iter().map(|c| [c.t, c.solve_ms]))));
+            p.add(
+                Line::new("solve time", PlotPoints::from_iter(t.cycles.iter().map(|c| [c.t, c.solve_ms])))
+                    .color(egui::Color32::from_rgb(60, 140, 230)),
+            );
             p.add(HLine::new("control period", 1e3 * t.period).color(egui::Color32::from_rgb(220, 50, 50)));
         });
-    Plot::new("mpc_error")
-        .height(90.0)
-        .x_axis_label("t (s)")
-        .y_axis_label("base error (cm)")
-        .show(u, |p| {
-            p.add(Line::new("base error", PlotPoints::from_iter(t.cycles.iter().map(|c| [c.t, 100.0 * c.base_error_m]))));
-        });
+    Plot::new("mpc_error").height(90.0).x_axis_label("t (s)").y_axis_label("base error (cm)").include_y(0.0).show(
+        u,
+        |p| {
+            p.add(
+                Line::new("base error", PlotPoints::from_iter(t.cycles.iter().map(|c| [c.t, 100.0 * c.base_error_m])))
+                    .color(egui::Color32::from_rgb(230, 150, 40)),
+            );
+        },
+    );
 }

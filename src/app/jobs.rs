@@ -67,7 +67,9 @@ where
     let what = name.to_string();
     match started {
         Ok(_) => AsyncComputeTaskPool::get().spawn(async move {
-            Pending(slot).await.unwrap_or_else(|| Err(format!("the {what} job stopped unexpectedly (a panic; see the log)")))
+            Pending(slot)
+                .await
+                .unwrap_or_else(|| Err(format!("the {what} job stopped unexpectedly (a panic; see the log)")))
         }),
         Err(e) => AsyncComputeTaskPool::get().spawn(async move { Err(format!("could not start the {what} job: {e}")) }),
     }

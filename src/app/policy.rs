@@ -30,8 +30,8 @@ use super::sim::{Driver, DriverSlot, SimCommand, SimCommands, SimWorker};
 use super::{cost_scope, AppSet, CurrentScene, ToolWindows, ViewerOptions};
 use crate::learn::mlp::MlpCache;
 use crate::learn::report::Algorithm;
-use crate::learn::{train_bptt, train_ppo, BpttConfig, Command, IterLog, Policy, PpoConfig, Task, TaskKind};
 use crate::learn::TrainResult;
+use crate::learn::{train_bptt, train_ppo, BpttConfig, Command, IterLog, Policy, PpoConfig, Task, TaskKind};
 use crate::model::configuration::free_flyer_placement;
 use crate::scene::Scene;
 use crate::sim::{Controller, Simulation};
@@ -363,7 +363,8 @@ impl PolicyState {
 
     /// Whether our policy has (or is about to have) the controls.
     pub fn driving(&self, worker: Option<&SimWorker>) -> bool {
-        self.pending.is_some() || (self.driver_name.is_some() && worker.and_then(|w| w.driver()) == self.driver_name.as_deref())
+        self.pending.is_some()
+            || (self.driver_name.is_some() && worker.and_then(|w| w.driver()) == self.driver_name.as_deref())
     }
 
     /// The current command.
@@ -561,7 +562,8 @@ pub fn drive_policy(
         match t.handle.take().expect("checked above").join() {
             Ok(Ok((result, task))) => {
                 if state.save_path.is_empty() {
-                    state.save_path = format!("{}_{}_seed{}.json", task.scene, t.settings.learner.name(), t.settings.seed);
+                    state.save_path =
+                        format!("{}_{}_seed{}.json", task.scene, t.settings.learner.name(), t.settings.seed);
                 }
                 state.trained = Some(TrainedPolicy { settings: t.settings, result, task, generation: t.generation });
             }
@@ -587,7 +589,8 @@ pub fn drive_policy(
             }
             PolicyRequest::Run => match &state.loaded {
                 Some(LoadedPolicy { path, policy, task: Ok(task) }) => {
-                    let file = path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into());
+                    let file =
+                        path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into());
                     let name = format!("policy {} ({file})", policy.algorithm);
                     let (p, t) = (policy.clone(), task.clone());
                     state.drive(name, p, t, &mut commands);
@@ -691,7 +694,9 @@ fn poll_dialog(mut ui: ResMut<PolicyUi>, mut state: ResMut<PolicyState>) {
     }
     match ui.dialog.take().and_then(|h| h.join().ok()).flatten() {
         Some(p) => state.request(PolicyRequest::Load(p)),
-        None => state.message = Some("No file dialog is available here (or it was cancelled): type a path instead.".into()),
+        None => {
+            state.message = Some("No file dialog is available here (or it was cancelled): type a path instead.".into())
+        }
     }
 }
 
@@ -726,6 +731,7 @@ mod window {
             .open(&mut open)
             .default_pos([right - 440.0, 70.0])
             .default_width(420.0)
+            .default_height((ctx.viewport_rect().height() - 120.0).max(300.0))
             .vscroll(true)
             .show(&ctx, |u| {
                 let driving = state.driving(worker.as_deref());
@@ -860,8 +866,7 @@ mod window {
         });
         let t_end = last.t;
         let shown = tel.samples.iter().filter(|s| s.t >= t_end - ui.window);
-        let (z, zc): (Vec<[f64; 2]>, Vec<[f64; 2]>) =
-            shown.map(|s| ([s.t, s.height], [s.t, s.target_height])).unzip();
+        let (z, zc): (Vec<[f64; 2]>, Vec<[f64; 2]>) = shown.map(|s| ([s.t, s.height], [s.t, s.target_height])).unzip();
         Plot::new("policy_tracking")
             .height(110.0)
             .legend(Legend::default().position(egui_plot::Corner::LeftBottom).background_alpha(0.6))
@@ -928,8 +933,12 @@ mod window {
                 u.label("building the task and scoring the reference controller ...");
             }
         }
-        let eval: Vec<[f64; 2]> =
-            curve.logs.iter().filter(|l| l.eval_return.is_finite()).map(|l| [l.sim_steps as f64, l.eval_return]).collect();
+        let eval: Vec<[f64; 2]> = curve
+            .logs
+            .iter()
+            .filter(|l| l.eval_return.is_finite())
+            .map(|l| [l.sim_steps as f64, l.eval_return])
+            .collect();
         let batch: Vec<[f64; 2]> =
             curve.logs.iter().filter(|l| l.iteration > 0).map(|l| [l.sim_steps as f64, l.train_return]).collect();
         Plot::new("policy_learning")

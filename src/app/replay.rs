@@ -625,6 +625,7 @@ fn window_system(
         .open(&mut open)
         .default_pos([right - 400.0, 90.0])
         .default_width(380.0)
+        .default_height((ctx.viewport_rect().height() - 120.0).max(300.0))
         .resizable(true)
         .show(&ctx, |u| {
             egui::ScrollArea::vertical().show(u, |u| {

@@ -288,6 +288,7 @@ pub fn drive_sweep(
     state.running = Some(settings.clone());
     state.error = None;
     let (cancel, progress) = (state.cancel.clone(), state.progress.clone());
-    state.task =
-        Some(super::jobs::spawn("sweep", move || run_sweep(&sim, &spec, &cancel, &progress).map_err(|e| e.to_string())));
+    state.task = Some(super::jobs::spawn("sweep", move || {
+        run_sweep(&sim, &spec, &cancel, &progress).map_err(|e| e.to_string())
+    }));
 }

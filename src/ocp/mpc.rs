@@ -228,7 +228,11 @@ impl MpcDriver {
 
     /// Sets the torque for the next step, replanning first at the start of a control period
     /// (the replan's report is returned then). Fails when a replan produced no usable plan.
-    pub fn before_step(&mut self, sim: &mut Simulation, cancel: Option<&AtomicBool>) -> Result<Option<CycleInfo>, String> {
+    pub fn before_step(
+        &mut self,
+        sim: &mut Simulation,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Option<CycleInfo>, String> {
         let Some(mpc) = self.mpc.as_mut() else {
             return Err("MPC has not been engaged".into());
         };
