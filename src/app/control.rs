@@ -285,12 +285,15 @@ pub struct MpcTelemetry {
     pub substeps: usize,
 }
 
+/// A base pose target: position and rotation (world frame).
+pub type Pose = (Vector3<f64>, Matrix3<f64>);
+
 /// The window's end of the MPC driver: telemetry out, targets in.
 #[derive(Resource, Clone, Default)]
 pub struct MpcLink {
     pub telemetry: Arc<Mutex<MpcTelemetry>>,
     /// A target for the driver to take at its next step.
-    pub inbox: Arc<Mutex<Option<(Vector3<f64>, Matrix3<f64>)>>>,
+    pub inbox: Arc<Mutex<Option<Pose>>>,
 }
 
 impl MpcLink {

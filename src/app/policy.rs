@@ -146,12 +146,15 @@ pub struct TrainProgress {
     pub task_kind: Option<TaskKind>,
 }
 
+/// What a training thread ends with: the result and the task it trained on.
+type TrainOutcome = Result<(TrainResult, Arc<Task>), String>;
+
 /// A training run in progress.
 pub struct Training {
     pub settings: TrainSettings,
     pub progress: Arc<Mutex<TrainProgress>>,
     cancel: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Result<(TrainResult, Arc<Task>), String>>>,
+    handle: Option<JoinHandle<TrainOutcome>>,
     generation: u64,
 }
 
@@ -867,10 +870,15 @@ mod window {
         let t_end = last.t;
         let shown = tel.samples.iter().filter(|s| s.t >= t_end - ui.window);
         let (z, zc): (Vec<[f64; 2]>, Vec<[f64; 2]>) = shown.map(|s| ([s.t, s.height], [s.t, s.target_height])).unzip();
+        // At least +-1 cm around the command, so millimetre noise does not fill the plot.
+        let zc_last = last.target_height;
         Plot::new("policy_tracking")
-            .height(110.0)
+            .height(140.0)
             .legend(Legend::default().position(egui_plot::Corner::LeftBottom).background_alpha(0.6))
-            .y_axis_label("m")
+            .y_axis_label("base height (m)")
+            .x_axis_label("t (s)")
+            .include_y(zc_last - 0.01)
+            .include_y(zc_last + 0.01)
             .show(u, |p| {
                 p.add(Line::new("base height", PlotPoints::from(z)).color(Color32::from_rgb(60, 110, 230)).width(2.0));
                 p.add(Line::new("commanded", PlotPoints::from(zc)).color(Color32::from_rgb(200, 80, 40)));

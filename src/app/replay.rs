@@ -647,7 +647,9 @@ fn inputs_ui(u: &mut egui::Ui, settings: &mut ReplaySettings, state: &mut Replay
     u.horizontal(|u| {
         u.label("data");
         let r = u.add(egui::TextEdit::singleline(&mut ui.data_dir).desired_width(220.0));
-        if (r.lost_focus() || u.button("list").clicked()) && PathBuf::from(ui.data_dir.trim()) != settings.data_dir {
+        if (r.lost_focus() || u.button("list").clicked())
+            && settings.data_dir.as_path() != Path::new(ui.data_dir.trim())
+        {
             settings.data_dir = PathBuf::from(ui.data_dir.trim());
         }
     });
