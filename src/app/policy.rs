@@ -9,7 +9,7 @@
 //!
 //! Ownership and threads:
 //! * Loading a policy builds the scene's [`Task`] (which settles the stance for a second of
-//!   simulated time), so it runs on an `AsyncComputeTaskPool` task that owns a copy of the scene.
+//!   simulated time), so it runs on a thread of its own ([`super::jobs`]) that owns a copy of the scene.
 //! * Driving: a [`PolicyDriver`] is handed to the simulation plugin ([`SimCommand::Drive`]) and
 //!   runs on the step batch's thread before every step: `Policy::drive` with the current
 //!   [`Command`], read from an `Arc<Mutex<Command>>` the sliders write. It reports base height,
@@ -36,7 +36,7 @@ use crate::model::configuration::free_flyer_placement;
 use crate::scene::Scene;
 use crate::sim::{Controller, Simulation};
 use bevy::prelude::*;
-use bevy::tasks::{futures::check_ready, AsyncComputeTaskPool, Task as BevyTask};
+use bevy::tasks::{futures::check_ready, Task as BevyTask};
 use nalgebra::Rotation3;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -583,7 +583,7 @@ pub fn drive_policy(
                 let sc = scene.scene.clone();
                 let p = path.clone();
                 // Dropping a load in flight cancels it.
-                state.load = Some((path, AsyncComputeTaskPool::get().spawn(async move { load_policy(&p, &sc) })));
+                state.load = Some((path, super::jobs::spawn("policy load", move || load_policy(&p, &sc))));
             }
             PolicyRequest::Run if state.load.is_some() => {
                 // Wait for the load: keep this and the later requests for a next frame.

@@ -23,7 +23,7 @@ use crate::learn::contactnets::eval::{self, TossMetrics};
 use crate::learn::contactnets::model::{self, LearnedModel, Method, Pose};
 use crate::learn::contactnets::train::{self, TrainMonitor, TrainReport, TrainSettings};
 use bevy::prelude::*;
-use bevy::tasks::{futures::check_ready, AsyncComputeTaskPool, Task};
+use bevy::tasks::{futures::check_ready, Task};
 use bevy_egui::egui;
 use nalgebra::Vector3;
 use std::path::{Path, PathBuf};
@@ -568,7 +568,7 @@ fn init_ui_state(mut ui: ResMut<ReplayUiState>, settings: Res<ReplaySettings>) {
 }
 
 fn spawn_dialog(what: DialogFor, dir: PathBuf) -> Task<Option<PathBuf>> {
-    AsyncComputeTaskPool::get().spawn(async move {
+    super::jobs::dialog(move || {
         let (name, ext) = match what {
             DialogFor::Model => ("ContactNets model", "json"),
             DialogFor::Toss => ("Toss CSV", "csv"),

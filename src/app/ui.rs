@@ -21,7 +21,7 @@ use bevy::camera::{CameraOutputMode, Viewport};
 use bevy::diagnostic::DiagnosticsStore;
 use bevy::prelude::*;
 use bevy::render::render_resource::BlendState;
-use bevy::tasks::{futures::check_ready, AsyncComputeTaskPool, Task};
+use bevy::tasks::{futures::check_ready, Task};
 use bevy::window::PrimaryWindow;
 use bevy_egui::{egui, EguiContexts, EguiGlobalSettings, EguiPrimaryContextPass, PrimaryEguiContext};
 use nalgebra::Vector3;
@@ -209,7 +209,7 @@ fn save_scene(ui: &mut UiState, scene: &Scene) {
 }
 
 fn spawn_dialog(open: bool) -> Task<Option<PathBuf>> {
-    AsyncComputeTaskPool::get().spawn(async move {
+    super::jobs::dialog(move || {
         let d = rfd::FileDialog::new().add_filter("ContactLab scene", &["ron"]).set_directory("scenes");
         if open {
             d.pick_file()
