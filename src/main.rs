@@ -392,7 +392,11 @@ fn main() -> Result<()> {
                 ("ppo", Some(_)) => bail!("--sensitivity applies to bptt only"),
                 (a, _) => bail!("unknown learner `{a}`: expected bptt or ppo"),
             };
-            let steps = steps.unwrap_or(if algo == Algorithm::Ppo { 1_000_000 } else { 100_000 });
+            let steps = steps.unwrap_or(if algo == Algorithm::Ppo {
+                contactlab::learn::report::DEFAULT_PPO_STEPS
+            } else {
+                contactlab::learn::report::DEFAULT_BPTT_STEPS
+            });
             if steps == 0 {
                 bail!("--steps must be at least 1");
             }
@@ -638,43 +642,25 @@ fn contactnets(command: ContactnetsCommand) -> Result<()> {
         } => {
             let method: model::Method = method.parse().map_err(|e: String| anyhow::anyhow!("--method: {e}"))?;
             let d = data::Dataset::load(&dir)?;
-            let sp = data::split(&d, &data::SplitSettings { seed, ..Default::default() });
-            let Some((train_idx, valid_idx)) = sp.first(tosses) else {
-                bail!(
-                    "--tosses: must be in 1..={} (the training split of {}), got {tosses}",
-                    sp.train.len(),
-                    dir.display()
-                );
-            };
-            let nv = valid_idx.len();
             let mut ts = train::TrainSettings { method, seed, threads, ..Default::default() };
             ts.steps = steps.unwrap_or(ts.steps);
             ts.batch = batch.unwrap_or(ts.batch);
             ts.lr = lr.unwrap_or(ts.lr);
             ts.lr_e2e = lr_e2e.unwrap_or(ts.lr_e2e);
             ts.patience = patience.unwrap_or(ts.patience);
-            let tr = d.transitions(train_idx);
-            let va = d.transitions(valid_idx);
-            let (mut m, rep) = train::train(&d.body, &tr, &va, &ts).map_err(|e| anyhow::anyhow!(e))?;
-            let test: Vec<_> = sp.test.iter().map(|&i| &d.tosses[i]).collect();
+            let run =
+                train::train_on_split(&d, tosses, &ts, train::TrainMonitor::default()).map_err(anyhow::Error::msg)?;
+            let (mut m, rep) = (run.model, run.report);
+            let test: Vec<_> = run.split.test.iter().map(|&i| &d.tosses[i]).collect();
             let ev = eval::evaluate(&m, &test, threads);
-            m.info = serde_json::json!({
-                "data": dir.display().to_string(),
-                "tosses": tosses,
-                "seed": seed,
-                "train_tosses": train_idx.iter().map(|&i| d.tosses[i].name.clone()).collect::<Vec<_>>(),
-                "valid_tosses": nv,
-                "train_transitions": tr.len(),
-                "report": rep,
-                "test": {"tosses": ev.tosses, "position_error_pct": ev.position_error_pct,
-                         "angle_error_deg": ev.angle_error_deg, "penetration_pct": ev.penetration_pct},
-            });
+            m.info["test"] = serde_json::json!({"tosses": ev.tosses, "position_error_pct": ev.position_error_pct,
+                "angle_error_deg": ev.angle_error_deg, "penetration_pct": ev.penetration_pct});
             m.save(&out).with_context(|| format!("{}: cannot write", out.display()))?;
             println!(
                 "{}: {} tosses ({} transitions), {} steps (best {} , valid loss {:.4e}) in {:.1} s; {} failed inner solves",
                 method.name(),
                 tosses,
-                tr.len(),
+                run.train_transitions,
                 rep.steps,
                 rep.best_step,
                 rep.best_valid,

@@ -4,32 +4,15 @@
 #![cfg(feature = "viewer")]
 
 use bevy::prelude::*;
-use bevy::time::TimeUpdateStrategy;
 use contactlab::app::control::{displayed_simulation, CitoState, ControlSettings, MpcLink, MPC_DRIVER};
 use contactlab::app::sim::{DragPull, DriverSlot, SimCommand, SimCommands, SimHistory, SimWorker};
-use contactlab::app::{core_plugins, CurrentScene};
-use contactlab::scene::Scene;
+use contactlab::app::CurrentScene;
 use contactlab::sim::Controller;
 use nalgebra::Vector3;
-use std::path::Path;
 use std::time::Duration;
 
-const FRAME: f64 = 1.0 / 60.0;
-
-fn app(scene: &str) -> App {
-    let scene = Scene::load(Path::new(scene)).expect("scene loads");
-    let mut app = App::new();
-    app.add_plugins(MinimalPlugins)
-        .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_secs_f64(FRAME)))
-        .insert_resource(CurrentScene { scene, generation: 0 });
-    core_plugins(&mut app);
-    app.update();
-    app
-}
-
-fn push(app: &mut App, c: SimCommand) {
-    app.world_mut().resource_mut::<SimCommands>().push(c);
-}
+mod common;
+use common::{app, push};
 
 /// Frames until the displayed time reaches `t` (the step task keeps up with manual time at
 /// its own pace: each frame owes 1/60 s, and waits for the batch that is running).

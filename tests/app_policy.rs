@@ -6,33 +6,17 @@
 #![cfg(feature = "viewer")]
 
 use bevy::prelude::*;
-use bevy::time::TimeUpdateStrategy;
 use contactlab::app::policy::{Learner, PolicyRequest, PolicyState, TrainSettings, DEFAULT_POLICY};
 use contactlab::app::sim::{DragPull, SimCommand, SimCommands, SimHistory, SimWorker};
-use contactlab::app::{core_plugins, CurrentScene};
+use contactlab::app::CurrentScene;
 use contactlab::learn::{Command, Policy, TrainStatus};
-use contactlab::scene::Scene;
 use contactlab::sim::snapshot::Snapshot;
 use nalgebra::Vector3;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const FRAME: f64 = 1.0 / 60.0;
-
-fn app(scene: &str) -> App {
-    let scene = Scene::load(Path::new(scene)).expect("scene loads");
-    let mut app = App::new();
-    app.add_plugins(MinimalPlugins)
-        .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_secs_f64(FRAME)))
-        .insert_resource(CurrentScene { scene, generation: 0 });
-    core_plugins(&mut app);
-    app.update();
-    app
-}
-
-fn push(app: &mut App, c: SimCommand) {
-    app.world_mut().resource_mut::<SimCommands>().push(c);
-}
+mod common;
+use common::{app, push};
 
 fn request(app: &mut App, r: PolicyRequest) {
     app.world_mut().resource_mut::<PolicyState>().request(r);

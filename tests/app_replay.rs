@@ -5,28 +5,19 @@
 #![cfg(feature = "viewer")]
 
 use bevy::prelude::*;
-use bevy::time::TimeUpdateStrategy;
 use contactlab::app::replay::{ModelSource, ReplayPlayback, ReplaySettings, ReplayState, TossSource};
-use contactlab::app::{core_plugins, CurrentScene};
 use contactlab::learn::contactnets::data::{load_toss, Body};
 use contactlab::learn::contactnets::eval;
 use contactlab::learn::contactnets::LearnedModel;
-use contactlab::scene::Scene;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const FRAME: f64 = 1.0 / 60.0;
+mod common;
+
 const DATA: &str = "../shared/data/cube_tosses";
 
 fn app() -> App {
-    let scene = Scene::load(Path::new("scenes/box_toss.ron")).expect("scene loads");
-    let mut app = App::new();
-    app.add_plugins(MinimalPlugins)
-        .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_secs_f64(FRAME)))
-        .insert_resource(CurrentScene { scene, generation: 0 });
-    core_plugins(&mut app);
-    app.update();
-    app
+    common::app("scenes/box_toss.ron")
 }
 
 /// Asks for a replay with these inputs and runs frames until it has finished (bounded).

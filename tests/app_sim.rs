@@ -4,32 +4,15 @@
 #![cfg(feature = "viewer")]
 
 use bevy::prelude::*;
-use bevy::time::TimeUpdateStrategy;
 use contactlab::app::sim::{DragPull, SimCommand, SimCommands, SimControl, SimHistory, SimWorker};
 use contactlab::app::sweep::{SweepSettings, SweepState};
-use contactlab::app::{core_plugins, CurrentScene};
-use contactlab::scene::Scene;
+use contactlab::app::CurrentScene;
 use contactlab::sim::Pull;
 use nalgebra::Vector3;
-use std::path::Path;
 use std::time::Duration;
 
-const FRAME: f64 = 1.0 / 60.0;
-
-fn app(scene: &str) -> App {
-    let scene = Scene::load(Path::new(scene)).expect("scene loads");
-    let mut app = App::new();
-    app.add_plugins(MinimalPlugins)
-        .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_secs_f64(FRAME)))
-        .insert_resource(CurrentScene { scene, generation: 0 });
-    core_plugins(&mut app);
-    app.update();
-    app
-}
-
-fn push(app: &mut App, c: SimCommand) {
-    app.world_mut().resource_mut::<SimCommands>().push(c);
-}
+mod common;
+use common::{app, push, FRAME};
 
 /// Runs frames until the step task is idle with no commands queued (bounded).
 fn settle(app: &mut App) {

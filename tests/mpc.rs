@@ -41,7 +41,7 @@ fn mpc_driver_tracks_a_moved_target_and_releases() {
     use nalgebra::Vector3;
     let scene = Scene::load(std::path::Path::new("scenes/mpc_pull.ron")).unwrap();
     let spec = scene.file.mpc.clone().unwrap();
-    let (mut sim, _) = settled_start(&scene, spec.settle);
+    let mut sim = settled_start(&scene, spec.settle);
     let controller = sim.controller.clone();
     let sens = contactlab::ocp::cito::parse_sensitivity(&spec.sensitivity, spec.kappa, spec.delta).unwrap();
     let mut d = MpcDriver::new(spec.clone(), sens);

@@ -22,7 +22,6 @@
 
 use super::sim::{Driver, DriverSlot, SimCommand, SimCommands, SimHistory, SimWorker};
 use super::{cost_scope, from_bevy, rot_to_bevy, to_bevy, AppSet, CurrentScene, ToolWindows, ViewerOptions};
-use crate::diff::Sensitivity;
 use crate::model::configuration::free_flyer_placement;
 use crate::model::{Data, Model, Shape};
 use crate::ocp::cito::{self, parse_sensitivity, CitoProblem, CitoReport};
@@ -42,6 +41,9 @@ use std::time::Instant;
 
 /// Name of the MPC driver in the top bar (and how the window recognises it).
 pub const MPC_DRIVER: &str = "MPC";
+
+/// A base pose: position and rotation (world frame).
+pub type Pose = (Vector3<f64>, Matrix3<f64>);
 
 /// MPC cycles kept for the plots.
 const MAX_CYCLES: usize = 3000;
@@ -81,11 +83,6 @@ impl ControlSettings {
             generation: None,
         }
     }
-
-    /// The sensitivity of a spec's name and relaxation.
-    pub fn sensitivity(name: &str, kappa: f64, delta: f64) -> Result<Sensitivity, String> {
-        parse_sensitivity(name, kappa, delta)
-    }
 }
 
 /// A robot drawn as a stick figure at a sequence of states: per state, each body's origin and
@@ -94,12 +91,20 @@ impl ControlSettings {
 pub struct Ghost {
     pub bodies: Vec<Vec<Vector3<f64>>>,
     pub feet: Vec<Vec<Vector3<f64>>>,
-    pub base: Vec<(Vector3<f64>, Matrix3<f64>)>,
+    pub base: Vec<Pose>,
     /// Parent body of each body, and the body of each foot.
     pub parents: Vec<Option<usize>>,
     pub foot_bodies: Vec<usize>,
     /// The trunk's box (size, placement in the base frame), if it has one.
     pub trunk: Option<([f64; 3], crate::spatial::Se3)>,
+}
+
+/// The base body's box (size, placement in the base frame), if it has one.
+fn trunk_box(model: &Model) -> Option<([f64; 3], crate::spatial::Se3)> {
+    model.geometries.iter().find_map(|geo| match geo.shape {
+        Shape::Box { size } if geo.body == 0 => Some((size, geo.placement)),
+        _ => None,
+    })
 }
 
 impl Ghost {
@@ -111,10 +116,7 @@ impl Ghost {
         let mut g = Ghost {
             parents: model.joints.iter().map(|j| j.parent).collect(),
             foot_bodies: feet.iter().map(|&k| model.contact_points[k].body).collect(),
-            trunk: model.geometries.iter().find_map(|geo| match geo.shape {
-                Shape::Box { size } if geo.body == 0 => Some((size, geo.placement)),
-                _ => None,
-            }),
+            trunk: trunk_box(model),
             ..Default::default()
         };
         for x in xs {
@@ -197,7 +199,7 @@ pub struct CitoRun {
     pub report: CitoReport,
     pub ghost: Ghost,
     /// Target pose (position, rotation) and the start's.
-    pub target: (Vector3<f64>, Matrix3<f64>),
+    pub target: Pose,
 }
 
 /// A CITO solve on a background task, its streamed iterations, and the last result.
@@ -208,7 +210,7 @@ pub struct CitoState {
     /// Accepted iterations of the running (or last) solve.
     pub progress: Arc<Mutex<Vec<IterationInfo>>>,
     /// Target of the running solve (drawn while it runs).
-    pub pending_target: Option<(Vector3<f64>, Matrix3<f64>)>,
+    pub pending_target: Option<Pose>,
     pub result: Option<CitoRun>,
     pub error: Option<String>,
     started: Option<Instant>,
@@ -278,15 +280,12 @@ pub struct MpcTelemetry {
     /// The latest plan as a ghost (every state of the horizon).
     pub plan: Option<Ghost>,
     /// The target in force, and the base pose at engagement (the sliders are relative to it).
-    pub target: Option<(Vector3<f64>, Matrix3<f64>)>,
-    pub home: Option<(Vector3<f64>, Matrix3<f64>)>,
+    pub target: Option<Pose>,
+    pub home: Option<Pose>,
     /// Knot step and simulator steps per control period.
     pub period: f64,
     pub substeps: usize,
 }
-
-/// A base pose target: position and rotation (world frame).
-pub type Pose = (Vector3<f64>, Matrix3<f64>);
 
 /// The window's end of the MPC driver: telemetry out, targets in.
 #[derive(Resource, Clone, Default)]
@@ -479,10 +478,16 @@ fn start_mpc(settings: &ControlSettings, link: &mut MpcLink, commands: &mut SimC
     }
 }
 
+/// `home` moved by `offset` (world frame) and turned by roll, pitch, yaw `rpy` (world frame),
+/// as `CitoProblem::from_state` places its target.
+fn offset_pose(home: &Pose, offset: [f64; 3], rpy: [f64; 3]) -> Pose {
+    let [r, p, y] = rpy;
+    (home.0 + Vector3::from(offset), Rotation3::from_euler_angles(r, p, y).matrix() * home.1)
+}
+
 /// The MPC target of the sliders, relative to the engagement pose.
-fn slider_target(settings: &ControlSettings, home: &(Vector3<f64>, Matrix3<f64>)) -> (Vector3<f64>, Matrix3<f64>) {
-    let [r, p, y] = settings.mpc_rpy;
-    (home.0 + Vector3::from(settings.mpc_offset), Rotation3::from_euler_angles(r, p, y).matrix() * home.1)
+fn slider_target(settings: &ControlSettings, home: &Pose) -> Pose {
+    offset_pose(home, settings.mpc_offset, settings.mpc_rpy)
 }
 
 /// Shift + left drag on the ground moves the MPC target (or, without MPC, the CITO target)
@@ -573,8 +578,8 @@ fn draw(
         return;
     }
     let target_color = Color::srgb(0.95, 0.75, 0.1);
-    let trunk = Ghost::from_states::<Vec<f64>>(&scene.scene.model, &[]).trunk;
-    let draw_target = |gizmos: &mut Gizmos, (p, r): &(Vector3<f64>, Matrix3<f64>)| {
+    let trunk = trunk_box(&scene.scene.model);
+    let draw_target = |gizmos: &mut Gizmos, (p, r): &Pose| {
         let t = Transform { translation: to_bevy(p), rotation: rot_to_bevy(r), scale: Vec3::ONE };
         gizmos.axes(t, 0.15);
         if let Some((size, placement)) = &trunk {
@@ -636,11 +641,7 @@ fn draw(
         cito.anim += time.delta_secs_f64();
     } else if let Some(s) = history.displayed().and_then(|s| s.bodies.first()) {
         // Before any solve: where the sliders put the target.
-        let [r, p, y] = settings.cito.target_rpy;
-        let target = (
-            s.trans + Vector3::from(settings.cito.target_offset),
-            Rotation3::from_euler_angles(r, p, y).matrix() * s.rot,
-        );
+        let target = offset_pose(&(s.trans, s.rot), settings.cito.target_offset, settings.cito.target_rpy);
         draw_target(&mut gizmos, &target);
     }
 }

@@ -29,9 +29,9 @@
 use super::sim::{Driver, DriverSlot, SimCommand, SimCommands, SimWorker};
 use super::{cost_scope, AppSet, CurrentScene, ToolWindows, ViewerOptions};
 use crate::learn::mlp::MlpCache;
-use crate::learn::report::Algorithm;
+use crate::learn::report::{learn, train_command, Algorithm, DEFAULT_BPTT_STEPS, DEFAULT_PPO_STEPS};
 use crate::learn::TrainResult;
-use crate::learn::{train_bptt, train_ppo, BpttConfig, Command, IterLog, Policy, PpoConfig, Task, TaskKind};
+use crate::learn::{Command, IterLog, Policy, Task, TaskKind};
 use crate::model::configuration::free_flyer_placement;
 use crate::scene::Scene;
 use crate::sim::{Controller, Simulation};
@@ -75,12 +75,11 @@ impl Learner {
         }
     }
 
-    /// The command line's default budget of simulated steps (README: BPTT reaches the target
-    /// in about 44 000; PPO gets a million).
+    /// The command line's default budget of simulated steps.
     pub fn default_steps(&self) -> usize {
         match self {
-            Learner::Ppo => 1_000_000,
-            _ => 100_000,
+            Learner::Ppo => DEFAULT_PPO_STEPS,
+            _ => DEFAULT_BPTT_STEPS,
         }
     }
 }
@@ -243,12 +242,9 @@ impl PolicyDriver {
         Self { name, policy, task, command, telemetry, replaced: None, obs, cache: MlpCache::default() }
     }
 
-    fn sample(&mut self, sim: &Simulation, c: &Command) -> Sample {
+    /// The step's record, from the observation and action the policy just drove with.
+    fn sample(&self, sim: &Simulation, c: &Command, a: &[f64]) -> Sample {
         let task = &*self.task;
-        task.observe(sim.q.as_slice(), sim.v.as_slice(), sim.t, c, &mut self.obs, None);
-        // Recomputed rather than taken out of `Policy::drive`, which stays the one definition
-        // of how a policy drives; the network is small.
-        let a = self.policy.action(&self.obs, &mut self.cache);
         let (z_t, r_t) = task.target(c);
         let m = free_flyer_placement(&sim.q.as_slice()[..7]);
         Sample {
@@ -258,7 +254,7 @@ impl PolicyDriver {
             orientation_error: Rotation3::from_matrix_unchecked(r_t.transpose() * m.rot).angle(),
             speed: sim.v[0],
             target_speed: if task.kind == TaskKind::Walk { c.speed } else { 0.0 },
-            cost: task.cost(&self.obs, &a, None),
+            cost: task.cost(&self.obs, a, None),
         }
     }
 }
@@ -287,8 +283,8 @@ impl Driver for PolicyDriver {
 
     fn before_step(&mut self, sim: &mut Simulation) -> Result<(), String> {
         let c = *lock(&self.command);
-        self.policy.drive(&self.task, sim, &c);
-        let s = self.sample(sim, &c);
+        let a = self.policy.drive_observed(&self.task, sim, &c, &mut self.obs, &mut self.cache);
+        let s = self.sample(sim, &c, &a);
         lock(&self.telemetry).push(s);
         Ok(())
     }
@@ -475,35 +471,12 @@ fn train(
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).max(1);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| e.to_string())?;
     let on_iter = |l: &IterLog, _: &Policy| lock(progress).logs.push(l.clone());
-    let (mut result, config) = pool.install(|| match algorithm {
-        Algorithm::Bptt(s) => {
-            let mut cfg = BpttConfig::for_task(&task);
-            cfg.seed = settings.seed;
-            cfg.sim_steps = settings.steps;
-            cfg.sensitivity = s;
-            let r = train_bptt(&task, &cfg, cancel, on_iter);
-            (r, serde_json::to_value(&cfg).unwrap_or_default())
-        }
-        Algorithm::Ppo => {
-            let mut cfg = PpoConfig::for_task(&task);
-            cfg.seed = settings.seed;
-            cfg.sim_steps = settings.steps;
-            let r = train_ppo(&task, &cfg, cancel, on_iter);
-            (r, serde_json::to_value(&cfg).unwrap_or_default())
-        }
-    });
+    let (mut result, config) = pool
+        .install(|| learn(&task, algorithm, settings.seed, settings.steps, None, None, cancel, on_iter))
+        .map_err(|e| e.to_string())?;
     result.policy.info = serde_json::json!({
         "trained_in": "contactlab app (Policy window)",
-        "command": format!(
-            "contactlab train {} scenes/{}.ron --seed {} --steps {}",
-            match algorithm {
-                Algorithm::Ppo => "ppo".to_string(),
-                Algorithm::Bptt(_) => format!("bptt --sensitivity {}", settings.learner.name().trim_start_matches("bptt-")),
-            },
-            task.scene,
-            settings.seed,
-            settings.steps
-        ),
+        "command": train_command(&task, algorithm, settings.seed, settings.steps, None, None),
         "config": config,
         "status": format!("{:?}", result.status),
         "final_return": result.final_return,

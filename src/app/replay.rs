@@ -18,7 +18,7 @@
 //! rollout shifted by `separation` along the world y axis, over any scene.
 
 use super::{cost_scope, to_bevy, AppSet, ToolWindows, ViewerOptions};
-use crate::learn::contactnets::data::{load_toss, split, Body, Dataset, SplitSettings, Toss};
+use crate::learn::contactnets::data::{load_toss, Body, Dataset, Toss};
 use crate::learn::contactnets::eval::{self, TossMetrics};
 use crate::learn::contactnets::model::{self, LearnedModel, Method, Pose};
 use crate::learn::contactnets::train::{self, TrainMonitor, TrainReport, TrainSettings};
@@ -433,29 +433,12 @@ fn run_training(
     progress: Arc<AtomicUsize>,
 ) -> Result<(LearnedModel, TrainReport), String> {
     let d = Dataset::load(&dir).map_err(|e| e.to_string())?;
-    let sp = split(&d, &SplitSettings { seed, ..Default::default() });
-    let Some((train_idx, valid_idx)) = sp.first(tosses) else {
-        return Err(format!(
-            "training tosses: must be in 1..={} (the training split of {}), got {tosses}",
-            sp.train.len(),
-            dir.display()
-        ));
-    };
     // One loss thread: the app's frame and the replay task share the machine.
     let ts = TrainSettings { method: Method::Poly, seed, steps, threads: 1, ..Default::default() };
-    let (tr, va) = (d.transitions(train_idx), d.transitions(valid_idx));
     let monitor = TrainMonitor { cancel: Some(&cancel), steps: Some(&progress) };
-    let (mut m, rep) = train::train_monitored(&d.body, &tr, &va, &ts, monitor)?;
-    m.info = serde_json::json!({
-        "data": dir.display().to_string(),
-        "tosses": tosses,
-        "seed": seed,
-        "train_tosses": train_idx.iter().map(|&i| d.tosses[i].name.clone()).collect::<Vec<_>>(),
-        "valid_tosses": valid_idx.len(),
-        "train_transitions": tr.len(),
-        "report": rep,
-        "trained_by": "contactlab view (ContactNets window)",
-    });
+    let run = train::train_on_split(&d, tosses, &ts, monitor)?;
+    let (mut m, rep) = (run.model, run.report);
+    m.info["trained_by"] = "contactlab view (ContactNets window)".into();
     Ok((m, rep))
 }
 

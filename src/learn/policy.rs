@@ -95,17 +95,45 @@ impl Policy {
     /// Joint targets (nu, actuator order) for the simulation's current state under `command`.
     pub fn act(&self, task: &Task, sim: &Simulation, command: &Command) -> Vec<f64> {
         let mut o = vec![0.0; task.obs_dim()];
-        task.observe(sim.q.as_slice(), sim.v.as_slice(), sim.t, command, &mut o, None);
-        let a = self.action(&o, &mut MlpCache::default());
+        self.act_observed(task, sim, command, &mut o, &mut MlpCache::default()).1
+    }
+
+    /// [`Policy::act`] with the caller's observation buffer (filled, `obs_dim`) and cache;
+    /// returns the action with the targets.
+    fn act_observed(
+        &self,
+        task: &Task,
+        sim: &Simulation,
+        command: &Command,
+        o: &mut [f64],
+        cache: &mut MlpCache,
+    ) -> (Vec<f64>, Vec<f64>) {
+        task.observe(sim.q.as_slice(), sim.v.as_slice(), sim.t, command, o, None);
+        let a = self.action(o, cache);
         let mut r = vec![0.0; task.act_dim()];
         task.targets(&a, &mut r);
-        r
+        (a, r)
     }
 
     /// Sets `sim.controller` to the scene's PD toward [`Policy::act`]'s targets (module docs).
     pub fn drive(&self, task: &Task, sim: &mut Simulation, command: &Command) {
         let r = self.act(task, sim, command);
         sim.controller = task.controller(&r);
+    }
+
+    /// [`Policy::drive`], leaving the observation in `o` (`obs_dim`) and returning the action
+    /// (for a caller that also scores the step, such as the app's policy driver).
+    pub fn drive_observed(
+        &self,
+        task: &Task,
+        sim: &mut Simulation,
+        command: &Command,
+        o: &mut [f64],
+        cache: &mut MlpCache,
+    ) -> Vec<f64> {
+        let (a, r) = self.act_observed(task, sim, command, o, cache);
+        sim.controller = task.controller(&r);
+        a
     }
 
     /// Checks the policy against a task (sizes, posture) after loading.

@@ -131,26 +131,7 @@ pub fn run_train(
             }
         }
     };
-    let (r, config) = match algo {
-        Algorithm::Bptt(s) => {
-            let mut cfg = BpttConfig::for_task(task);
-            cfg.seed = seed;
-            cfg.sim_steps = steps;
-            cfg.sensitivity = s;
-            cfg.lr = lr.unwrap_or(cfg.lr);
-            cfg.batch = batch.unwrap_or(cfg.batch);
-            let r = train_bptt(task, &cfg, &cancel, &mut on_iter);
-            (r, serde_json::to_value(&cfg)?)
-        }
-        Algorithm::Ppo => {
-            let mut cfg = PpoConfig::for_task(task);
-            cfg.seed = seed;
-            cfg.sim_steps = steps;
-            cfg.lr = lr.unwrap_or(cfg.lr);
-            let r = train_ppo(task, &cfg, &cancel, &mut on_iter);
-            (r, serde_json::to_value(&cfg)?)
-        }
-    };
+    let (r, config) = learn(task, algo, seed, steps, lr, batch, &cancel, &mut on_iter)?;
     bar.finish_and_clear();
     if let Some(e) = io_error {
         return Err(e).with_context(|| format!("{}: cannot write", checkpoint.display()));
@@ -158,13 +139,7 @@ pub fn run_train(
     let summary = summarize(task, algo, seed, &r, target);
     let mut policy = r.policy.clone();
     policy.info = serde_json::json!({
-        "command": format!(
-            "contactlab train {} scenes/{}.ron --seed {seed} --steps {steps}{}",
-            algo_cli(algo),
-            task.scene,
-            lr.map(|l| format!(" --lr {l}")).unwrap_or_default()
-                + &batch.map(|b| format!(" --batch {b}")).unwrap_or_default()
-        ),
+        "command": train_command(task, algo, seed, steps, lr, batch),
         "config": config,
         "summary": &summary,
     });
@@ -179,6 +154,65 @@ fn algo_cli(a: Algorithm) -> String {
         Algorithm::Ppo => "ppo".into(),
         Algorithm::Bptt(s) => format!("bptt --sensitivity {}", sensitivity_name(&s)),
     }
+}
+
+/// The `contactlab train` command line of a run (recorded in the policies it writes).
+pub fn train_command(
+    task: &Task,
+    algo: Algorithm,
+    seed: u64,
+    steps: usize,
+    lr: Option<f64>,
+    batch: Option<usize>,
+) -> String {
+    format!(
+        "contactlab train {} scenes/{}.ron --seed {seed} --steps {steps}{}",
+        algo_cli(algo),
+        task.scene,
+        lr.map(|l| format!(" --lr {l}")).unwrap_or_default()
+            + &batch.map(|b| format!(" --batch {b}")).unwrap_or_default()
+    )
+}
+
+/// Simulated training steps when none are given: BPTT reaches the stand task's target in about
+/// 44 000; PPO gets a million.
+pub const DEFAULT_BPTT_STEPS: usize = 100_000;
+pub const DEFAULT_PPO_STEPS: usize = 1_000_000;
+
+/// Trains `algo` on `task` with the learner's default configuration for the task, overridden
+/// by `seed`, `steps` and, when given, `lr` and `batch` (BPTT only); `on_iter` sees every
+/// iteration. Returns the result and the configuration used (JSON).
+#[allow(clippy::too_many_arguments)]
+pub fn learn(
+    task: &Task,
+    algo: Algorithm,
+    seed: u64,
+    steps: usize,
+    lr: Option<f64>,
+    batch: Option<usize>,
+    cancel: &AtomicBool,
+    on_iter: impl FnMut(&IterLog, &super::Policy),
+) -> Result<(TrainResult, serde_json::Value)> {
+    Ok(match algo {
+        Algorithm::Bptt(s) => {
+            let mut cfg = BpttConfig::for_task(task);
+            cfg.seed = seed;
+            cfg.sim_steps = steps;
+            cfg.sensitivity = s;
+            cfg.lr = lr.unwrap_or(cfg.lr);
+            cfg.batch = batch.unwrap_or(cfg.batch);
+            let r = train_bptt(task, &cfg, cancel, on_iter);
+            (r, serde_json::to_value(&cfg)?)
+        }
+        Algorithm::Ppo => {
+            let mut cfg = PpoConfig::for_task(task);
+            cfg.seed = seed;
+            cfg.sim_steps = steps;
+            cfg.lr = lr.unwrap_or(cfg.lr);
+            let r = train_ppo(task, &cfg, cancel, on_iter);
+            (r, serde_json::to_value(&cfg)?)
+        }
+    })
 }
 
 fn summarize(task: &Task, algo: Algorithm, seed: u64, r: &TrainResult, target: f64) -> TrainSummary {

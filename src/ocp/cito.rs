@@ -112,17 +112,16 @@ pub fn pose_cost(q_start: &DVector<f64>, position: Vector3<f64>, rotation: Matri
     }
 }
 
-/// The scene's simulation advanced `settle` seconds under its own controller (pulls removed),
-/// and the torque that controller applies there: a settled stance and the torques that hold it.
-pub fn settled_start(scene: &Scene, settle: f64) -> (Simulation, DVector<f64>) {
+/// The scene's simulation advanced `settle` seconds under its own controller (pulls removed):
+/// a settled stance (the torques that hold it: [`hold_torque`]).
+pub fn settled_start(scene: &Scene, settle: f64) -> Simulation {
     let mut sim = scene.simulation();
     sim.pulls.clear();
     let steps = (settle / sim.settings.dt).round() as usize;
     for _ in 0..steps {
         sim.step();
     }
-    let u = hold_torque(&sim);
-    (sim, u)
+    sim
 }
 
 /// The torque the simulation's controller applies at its current state (plus its control
@@ -153,7 +152,7 @@ impl CitoProblem {
         if let Some(n) = iterations {
             spec.iterations = n;
         }
-        let (sim, _) = settled_start(scene, spec.settle);
+        let sim = settled_start(scene, spec.settle);
         CitoProblem::from_state(&sim, &spec, sensitivity)
     }
 

@@ -392,7 +392,7 @@ pub fn run_closed_loop(
         Some(s) => s,
         None => super::cito::parse_sensitivity(&spec.sensitivity, spec.kappa, spec.delta)?,
     };
-    let (mut sim, _) = settled_start(scene, spec.settle);
+    let mut sim = settled_start(scene, spec.settle);
     let substeps = (spec.knot_dt / sim.settings.dt).round().max(1.0) as usize;
     if ((substeps as f64) * sim.settings.dt - spec.knot_dt).abs() > 1e-9 {
         return Err(format!("mpc.knot_dt {} is not a multiple of the scene's dt {}", spec.knot_dt, sim.settings.dt));

@@ -10,7 +10,7 @@
 //! the MLP alone. Weight decay (AdamW) applies to MLP weights only: decaying vertex positions
 //! would shrink the polytope. `mu` is kept in `[0.01, 2]` after each step.
 
-use super::data::{Body, Transition};
+use super::data::{split, Body, Dataset, Split, SplitSettings, Transition};
 use super::loss::{transition_loss, InnerStatus, LossSettings};
 use super::mlp::{Adam, Mlp, MlpCache};
 use super::model::{E2eNet, LearnedModel, Method, E2E_INPUTS};
@@ -353,6 +353,48 @@ pub struct TrainMonitor<'a> {
 
 /// The error of a run stopped through [`TrainMonitor::cancel`].
 pub const CANCELLED: &str = "training cancelled";
+
+/// A run on the first tosses of a dataset's split ([`train_on_split`]).
+pub struct SplitRun {
+    pub model: LearnedModel,
+    pub report: TrainReport,
+    /// The split (seeded by `settings.seed`) the run drew its tosses from.
+    pub split: Split,
+    pub train_transitions: usize,
+}
+
+/// Trains on the first `tosses` training tosses of `data`'s duplicate-aware split seeded by
+/// `settings.seed` (validation: [`Split::first`]), as `contactlab contactnets train` and the
+/// app's ContactNets window do, and records the run (data, tosses, seed, the training tosses'
+/// names, report) in the model's `info`.
+pub fn train_on_split(
+    data: &Dataset,
+    tosses: usize,
+    settings: &TrainSettings,
+    monitor: TrainMonitor,
+) -> Result<SplitRun, String> {
+    let sp = split(data, &SplitSettings { seed: settings.seed, ..Default::default() });
+    let Some((train_idx, valid_idx)) = sp.first(tosses) else {
+        return Err(format!(
+            "training tosses: must be in 1..={} (the training split of {}), got {tosses}",
+            sp.train.len(),
+            data.dir.display()
+        ));
+    };
+    let (tr, va) = (data.transitions(train_idx), data.transitions(valid_idx));
+    let (mut model, report) = train_monitored(&data.body, &tr, &va, settings, monitor)?;
+    model.info = serde_json::json!({
+        "data": data.dir.display().to_string(),
+        "tosses": tosses,
+        "seed": settings.seed,
+        "train_tosses": train_idx.iter().map(|&i| data.tosses[i].name.clone()).collect::<Vec<_>>(),
+        "valid_tosses": valid_idx.len(),
+        "train_transitions": tr.len(),
+        "report": report,
+    });
+    let train_transitions = tr.len();
+    Ok(SplitRun { model, report, split: sp, train_transitions })
+}
 
 /// Trains a model of `settings.method` on `train`, stopping early on `valid`.
 pub fn train(
