@@ -9,7 +9,7 @@ use contactlab::diff::Sensitivity;
 use contactlab::learn::bptt::{self, BpttWork};
 use contactlab::learn::mlp::Activation;
 use contactlab::learn::policy::Policy;
-use contactlab::learn::task::{Env, Task};
+use contactlab::learn::task::Env;
 use contactlab::scene::Scene;
 use criterion::{criterion_group, criterion_main, Criterion};
 use rand::rngs::ChaCha8Rng;
@@ -19,7 +19,7 @@ use std::path::Path;
 
 fn bench(c: &mut Criterion) {
     let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/learn_stand.ron")).unwrap();
-    let task = Task::from_scene(&s).unwrap();
+    let task = s.task(s.learn_settings().unwrap()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let policy = Policy::new(&task, &[64, 64], Activation::Tanh, &mut rng);
     let eps = task.episodes(16, 7);

@@ -4,8 +4,8 @@
 //! `cargo run --release --no-default-features --example sweep_kappa_grid -- scenes/sweep_box_push.ron [points] [samples]`
 
 use contactlab::diff::sweep::run_sweep;
+use contactlab::diff::sweep::SweepOverrides;
 use contactlab::diff::Sensitivity;
-use contactlab::gradcheck::{build_spec, Overrides};
 use contactlab::scene::Scene;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 
@@ -13,12 +13,12 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     anyhow::ensure!(args.len() >= 2, "usage: sweep_kappa_grid SCENE [points] [samples]");
     let scene = Scene::load(std::path::Path::new(&args[1]))?;
-    let o = Overrides {
+    let o = SweepOverrides {
         points: args.get(2).map(|s| s.parse()).transpose()?,
         samples: args.get(3).map(|s| s.parse()).transpose()?,
         ..Default::default()
     };
-    let (mut spec, sim) = build_spec(&scene, &o)?;
+    let (mut spec, sim) = scene.sweep(&o)?;
     spec.sensitivities = vec![("exact".into(), Sensitivity::Exact)];
     for kappa in [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1] {
         spec.sensitivities.push((format!("signorini k={kappa:e}"), Sensitivity::SignoriniRelaxed { kappa }));

@@ -64,3 +64,46 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.write_all(bytes)?;
     f.commit()
 }
+
+/// Writes `path` atomically through a writer that insists on a file name of its own (plotters'
+/// bitmap backend, an image encoder): `write` gets a temporary path in the same directory with
+/// the same extension (encoders pick the format from it), and the file is renamed into place
+/// only when `write` succeeded. On failure the temporary file is removed.
+pub fn write_atomic_with<E: std::fmt::Display>(
+    path: &Path,
+    write: impl FnOnce(&Path) -> Result<(), E>,
+) -> std::io::Result<()> {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let tmp = match path.extension() {
+        Some(ext) => path.with_file_name(format!(".{stem}.tmp-{}.{}", std::process::id(), ext.to_string_lossy())),
+        None => path.with_file_name(format!(".{stem}.tmp-{}", std::process::id())),
+    };
+    if let Err(e) = write(&tmp) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(std::io::Error::other(format!("{}: {e}", path.display())));
+    }
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_writer_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plot.png");
+        std::fs::write(&path, b"old").unwrap();
+        let r = write_atomic_with(&path, |tmp| {
+            std::fs::write(tmp, b"half").unwrap();
+            Err("the encoder failed")
+        });
+        assert!(r.is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"old", "the old file is untouched");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file is left");
+        write_atomic_with(&path, |tmp| std::fs::write(tmp, b"new")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+    }
+}

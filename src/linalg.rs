@@ -1,8 +1,19 @@
 //! Small dense kernels on preallocated storage. nalgebra's `gemm` on dynamic matrices goes
 //! through `matrixmultiply`, which allocates packing buffers; at our sizes (tens of rows) a
 //! column-by-column `axpy` is as fast and keeps hot paths allocation-free.
+//!
+//! # Dense LU
+//! [`lu_factor`] and [`lu_solve`] are the crate's one dense LU: Doolittle elimination with
+//! partial (row) pivoting, `P A = L U`, in place on a row-major `n x n` buffer (unit lower `L`
+//! below the diagonal, `U` on and above it; every row interchange swaps whole rows, so `L` is
+//! stored in the final row order, as LAPACK's `dgetrf` stores it). When to give up on a pivot
+//! is the caller's choice, a [`PivotRule`]; everything else is common. The sizes of the contact
+//! problem, `n = 3k` for `k <= 4` contacts, run through fully unrolled fixed-size kernels that
+//! do the same operations in the same order as the general ones (tested), so results do not
+//! depend on which path ran.
 
 use nalgebra::{DMatrixView, DMatrixViewMut};
+use std::cmp::Ordering;
 
 /// `out = alpha * a * b`, skipping zero entries of `b` (Jacobians here are mostly sparse).
 pub fn gemm_into(alpha: f64, a: DMatrixView<f64>, b: DMatrixView<f64>, mut out: DMatrixViewMut<f64>) {
@@ -15,6 +26,393 @@ pub fn gemm_into(alpha: f64, a: DMatrixView<f64>, b: DMatrixView<f64>, mut out: 
             if bkc != 0.0 {
                 col.axpy(alpha * bkc, &a.column(k), 1.0);
             }
+        }
+    }
+}
+
+/// When [`lu_factor`] accepts a pivot (the largest `|a_rc|` of the remaining column) and how it
+/// forms the multipliers `l_rc = a_rc / p`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PivotRule {
+    /// Accept any finite pivot `|p| >= f64::MIN_POSITIVE` (not zero, subnormal, infinite or
+    /// NaN), however small next to the rest of the matrix. For matrices whose rows differ in
+    /// scale by design, such as the forward contact solver's reduced Newton matrix: rows of
+    /// separated contacts carry `s / gamma` up to ~1e20 and must not make the others look
+    /// singular. Because `1 / p` is then finite, the multipliers are `a_rc * (1 / p)`, one
+    /// division per column.
+    Absolute,
+    /// Reject a pivot `|p| <= t * max_ij |a_ij|`, the maximum taken over the matrix as given
+    /// (NaN entries ignored); fail at once if that maximum is zero or not finite. For systems
+    /// whose rows are scaled to `O(1)`, where such a pivot means "numerically singular" and the
+    /// caller has a better move than a huge solution (regularize, or report it). The pivot itself
+    /// is not checked for finiteness (a NaN produced during elimination reaches the solution,
+    /// where callers check it). A pivot of a tiny matrix may be subnormal, so the multipliers are
+    /// true quotients `a_rc / p`.
+    Relative(f64),
+}
+
+/// Dispatches a dense kernel to its fixed-size version for `n = 3k`, `k <= 4` (fully unrolled,
+/// no bounds checks in the loops), else to the general one.
+macro_rules! fixed_size {
+    ($n:expr, $fixed:ident, $general:ident, ($($arg:expr),*)) => {
+        match $n {
+            3 => $fixed::<3>($($arg),*),
+            6 => $fixed::<6>($($arg),*),
+            9 => $fixed::<9>($($arg),*),
+            12 => $fixed::<12>($($arg),*),
+            n => $general(n, $($arg),*),
+        }
+    };
+}
+
+/// The leading `N x N` block of a row-major buffer as an array of rows.
+fn rows<const N: usize>(a: &[f64]) -> &[[f64; N]; N] {
+    a[..N * N].as_chunks::<N>().0.try_into().expect("N rows")
+}
+
+fn rows_mut<const N: usize>(a: &mut [f64]) -> &mut [[f64; N]; N] {
+    a[..N * N].as_chunks_mut::<N>().0.try_into().expect("N rows")
+}
+
+/// `y = A x` for the row-major `n x n` matrix `a`; each `y_r` sums `a_rc x_c` in increasing `c`.
+pub fn mat_vec(a: &[f64], n: usize, x: &[f64], y: &mut [f64]) {
+    fixed_size!(n, mat_vec_fixed, mat_vec_general, (a, x, y))
+}
+
+fn mat_vec_fixed<const N: usize>(a: &[f64], x: &[f64], y: &mut [f64]) {
+    let a = rows::<N>(a);
+    let x: &[f64; N] = x[..N].try_into().expect("N");
+    for (yr, row) in y[..N].iter_mut().zip(a) {
+        let mut acc = 0.0;
+        for c in 0..N {
+            acc += row[c] * x[c];
+        }
+        *yr = acc;
+    }
+}
+
+fn mat_vec_general(n: usize, a: &[f64], x: &[f64], y: &mut [f64]) {
+    let x = &x[..n];
+    for (yr, row) in y[..n].iter_mut().zip(a[..n * n].chunks_exact(n)) {
+        let mut acc = 0.0;
+        for (a, x) in row.iter().zip(x) {
+            acc += a * x;
+        }
+        *yr = acc;
+    }
+}
+
+/// In-place LU with partial pivoting of the row-major `n x n` matrix in `a[..n * n]` (module
+/// docs): on success `a` holds `L` (strictly below the diagonal) and `U`, and `piv[c]` (`>= c`)
+/// the row swapped with row `c` at step `c`. Returns `false` as soon as a pivot fails `rule`;
+/// `a` and `piv` are then partly overwritten. The pivot is the first largest `|a_rc|`, `r >= c`.
+/// Allocation-free.
+pub fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize], rule: PivotRule) -> bool {
+    match rule {
+        PivotRule::Absolute => fixed_size!(n, lu_factor_fixed, lu_factor_general, (a, piv, AbsolutePivot)),
+        PivotRule::Relative(t) => {
+            let scale = a[..n * n].iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            if !(scale > 0.0 && scale.is_finite()) {
+                return false;
+            }
+            let rule = RelativePivot { tol: t * scale };
+            fixed_size!(n, lu_factor_fixed, lu_factor_general, (a, piv, rule))
+        }
+    }
+}
+
+/// A [`PivotRule`] resolved for one matrix; a type per rule so each kernel is compiled for it
+/// (no branch in the elimination loops).
+trait Pivoting: Copy {
+    /// Whether the largest candidate `|p|` of a column is an acceptable pivot.
+    fn accept(self, p: f64) -> bool;
+    /// The multiplier `x / pivot`, given `inv = 1 / pivot`.
+    fn multiplier(self, x: f64, pivot: f64, inv: f64) -> f64;
+}
+
+#[derive(Clone, Copy)]
+struct AbsolutePivot;
+
+impl Pivoting for AbsolutePivot {
+    #[inline(always)]
+    fn accept(self, p: f64) -> bool {
+        p >= f64::MIN_POSITIVE && p.is_finite()
+    }
+
+    #[inline(always)]
+    fn multiplier(self, x: f64, _pivot: f64, inv: f64) -> f64 {
+        x * inv
+    }
+}
+
+#[derive(Clone, Copy)]
+struct RelativePivot {
+    /// `t * max_ij |a_ij|`.
+    tol: f64,
+}
+
+impl Pivoting for RelativePivot {
+    #[inline(always)]
+    fn accept(self, p: f64) -> bool {
+        // The negated rejection test `!(p <= tol)`: the rule rejects small pivots only.
+        !matches!(p.partial_cmp(&self.tol), Some(Ordering::Less | Ordering::Equal))
+    }
+
+    #[inline(always)]
+    fn multiplier(self, x: f64, pivot: f64, _inv: f64) -> f64 {
+        x / pivot
+    }
+}
+
+fn lu_factor_fixed<const N: usize>(a: &mut [f64], piv: &mut [usize], rule: impl Pivoting) -> bool {
+    let a = rows_mut::<N>(a);
+    let piv: &mut [usize; N] = (&mut piv[..N]).try_into().expect("N");
+    for col in 0..N {
+        let mut p = col;
+        let mut pmax = a[col][col].abs();
+        for r in col + 1..N {
+            let v = a[r][col].abs();
+            if v > pmax {
+                pmax = v;
+                p = r;
+            }
+        }
+        if !rule.accept(pmax) {
+            return false;
+        }
+        piv[col] = p;
+        a.swap(col, p);
+        let (top, bottom) = a.split_at_mut(col + 1);
+        let prow = &top[col];
+        let d = prow[col];
+        let inv = 1.0 / d;
+        for row in bottom {
+            let l = rule.multiplier(row[col], d, inv);
+            row[col] = l;
+            if l != 0.0 {
+                for c in col + 1..N {
+                    row[c] -= l * prow[c];
+                }
+            }
+        }
+    }
+    true
+}
+
+fn lu_factor_general(n: usize, a: &mut [f64], piv: &mut [usize], rule: impl Pivoting) -> bool {
+    let a = &mut a[..n * n];
+    for col in 0..n {
+        let mut p = col;
+        let mut pmax = a[col * n + col].abs();
+        for (r, row) in a[(col + 1) * n..].chunks_exact(n).enumerate() {
+            let v = row[col].abs();
+            if v > pmax {
+                pmax = v;
+                p = col + 1 + r;
+            }
+        }
+        if !rule.accept(pmax) {
+            return false;
+        }
+        piv[col] = p;
+        let (top, bottom) = a.split_at_mut((col + 1) * n);
+        let prow = &mut top[col * n..];
+        if p != col {
+            prow.swap_with_slice(&mut bottom[(p - col - 1) * n..(p - col) * n]);
+        }
+        let prow = &prow[col..];
+        let d = prow[0];
+        let inv = 1.0 / d;
+        for row in bottom.chunks_exact_mut(n) {
+            let row = &mut row[col..];
+            let l = rule.multiplier(row[0], d, inv);
+            row[0] = l;
+            if l != 0.0 {
+                for (x, &y) in row[1..].iter_mut().zip(&prow[1..]) {
+                    *x -= l * y;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Solves `A x = rhs` in place (`x[..n]` holds `rhs` on entry) with the factors and pivots of
+/// [`lu_factor`]: all row interchanges first, then `L y = P rhs` and `U x = y` by rows, each row's
+/// sum in increasing column order. Allocation-free.
+pub fn lu_solve(a: &[f64], n: usize, piv: &[usize], x: &mut [f64]) {
+    fixed_size!(n, lu_solve_fixed, lu_solve_general, (a, piv, x))
+}
+
+fn lu_solve_fixed<const N: usize>(a: &[f64], piv: &[usize], x: &mut [f64]) {
+    let a = rows::<N>(a);
+    let x: &mut [f64; N] = (&mut x[..N]).try_into().expect("N");
+    for (col, &p) in piv[..N].iter().enumerate() {
+        x.swap(col, p);
+    }
+    for r in 0..N {
+        let mut acc = x[r];
+        for c in 0..r {
+            acc -= a[r][c] * x[c];
+        }
+        x[r] = acc;
+    }
+    for r in (0..N).rev() {
+        let mut acc = x[r];
+        for c in r + 1..N {
+            acc -= a[r][c] * x[c];
+        }
+        x[r] = acc / a[r][r];
+    }
+}
+
+fn lu_solve_general(n: usize, a: &[f64], piv: &[usize], x: &mut [f64]) {
+    let a = &a[..n * n];
+    let x = &mut x[..n];
+    for (col, &p) in piv[..n].iter().enumerate() {
+        x.swap(col, p);
+    }
+    for (r, row) in a.chunks_exact(n).enumerate() {
+        let mut acc = x[r];
+        for (a, x) in row[..r].iter().zip(&x[..r]) {
+            acc -= a * x;
+        }
+        x[r] = acc;
+    }
+    for (r, row) in a.chunks_exact(n).enumerate().rev() {
+        let mut acc = x[r];
+        for (a, x) in row[r + 1..].iter().zip(&x[r + 1..]) {
+            acc -= a * x;
+        }
+        x[r] = acc / row[r];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULES: [PivotRule; 2] = [PivotRule::Absolute, PivotRule::Relative(1e-14)];
+
+    /// Entries uniform in `[-1, 1)` from a fixed linear congruential sequence.
+    fn random_matrix(n: usize) -> Vec<f64> {
+        let mut s: u64 = 12345;
+        (0..n * n)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn residual(a0: &[f64], n: usize, x: &[f64], rhs: &[f64]) -> f64 {
+        let mut y = vec![0.0; n];
+        mat_vec(a0, n, x, &mut y);
+        y.iter().zip(rhs).map(|(y, r)| (y - r).abs()).fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn fixed_and_general_kernels_agree() {
+        for rule in RULES {
+            for n in [3, 6, 9, 12] {
+                let a0 = random_matrix(n);
+                let (mut a1, mut a2) = (a0.clone(), a0.clone());
+                let (mut p1, mut p2) = (vec![0; n], vec![0; n]);
+                let rhs: Vec<f64> = (0..n).map(|j| j as f64 - 2.5).collect();
+                let (mut x1, mut x2) = (rhs.clone(), rhs.clone());
+                let (mut y1, mut y2) = (vec![0.0; n], vec![0.0; n]);
+                macro_rules! fixed {
+                    ($n:literal) => {{
+                        let ok = match rule {
+                            PivotRule::Absolute => lu_factor_fixed::<$n>(&mut a1, &mut p1, AbsolutePivot),
+                            PivotRule::Relative(t) => {
+                                let tol = t * a0.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+                                lu_factor_fixed::<$n>(&mut a1, &mut p1, RelativePivot { tol })
+                            }
+                        };
+                        assert!(ok);
+                        lu_solve_fixed::<$n>(&a1, &p1, &mut x1);
+                        mat_vec_fixed::<$n>(&a0, &x1, &mut y1);
+                    }};
+                }
+                match n {
+                    3 => fixed!(3),
+                    6 => fixed!(6),
+                    9 => fixed!(9),
+                    _ => fixed!(12),
+                }
+                let ok = match rule {
+                    PivotRule::Absolute => lu_factor_general(n, &mut a2, &mut p2, AbsolutePivot),
+                    PivotRule::Relative(t) => {
+                        let tol = t * a0.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+                        lu_factor_general(n, &mut a2, &mut p2, RelativePivot { tol })
+                    }
+                };
+                assert!(ok);
+                lu_solve_general(n, &a2, &p2, &mut x2);
+                mat_vec_general(n, &a0, &x1, &mut y2);
+                assert_eq!((&a1, &p1), (&a2, &p2), "{rule:?} n = {n}");
+                assert_eq!(x1, x2, "{rule:?} n = {n}");
+                assert_eq!(y1, y2, "{rule:?} n = {n}");
+                assert!(residual(&a0, n, &x1, &rhs) < 1e-12, "{rule:?} n = {n}");
+            }
+        }
+    }
+
+    /// Regression: the Signorini solver's former copy interleaved the row interchanges with the
+    /// forward substitution while its factorization swapped whole rows (LAPACK storage), which
+    /// solves a different system as soon as a row is swapped after the first column (residual
+    /// O(1) on every matrix below).
+    #[test]
+    fn lu_solves_systems_that_pivot_late() {
+        for rule in RULES {
+            for n in [4, 5, 6, 7, 9, 12, 13] {
+                let a0 = random_matrix(n);
+                let mut a = a0.clone();
+                let mut piv = vec![0; n];
+                assert!(lu_factor(&mut a, n, &mut piv, rule));
+                assert!(piv.iter().enumerate().skip(1).any(|(c, &p)| p != c), "n = {n} must pivot late");
+                let rhs: Vec<f64> = (0..n).map(|j| (j as f64).sin() + 0.5).collect();
+                let mut x = rhs.clone();
+                lu_solve(&a, n, &piv, &mut x);
+                assert!(residual(&a0, n, &x, &rhs) < 1e-12, "{rule:?} n = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn lu_solves_permuted_system() {
+        for rule in RULES {
+            let mut a = vec![0.0, 2.0, 1.0, 1.0, 1.0, 0.0, 3.0, 0.0, 1.0];
+            let a0 = a.clone();
+            let mut piv = [0; 3];
+            assert!(lu_factor(&mut a, 3, &mut piv, rule));
+            let mut x = [1.0, 2.0, 3.0];
+            lu_solve(&a, 3, &piv, &mut x);
+            assert!(residual(&a0, 3, &x, &[1.0, 2.0, 3.0]) < 1e-12);
+        }
+    }
+
+    #[test]
+    fn pivot_rules_differ_on_badly_scaled_rows() {
+        // Row 0 is 1e20 times the others, as for a separated contact; the rest is regular.
+        let a0 = [1e20, 0.0, 0.0, 0.0, 2.0, 1.0, 0.0, 1.0, 3.0];
+        let mut a = a0;
+        let mut piv = [0; 3];
+        assert!(lu_factor(&mut a, 3, &mut piv, PivotRule::Absolute));
+        let mut a = a0;
+        assert!(!lu_factor(&mut a, 3, &mut piv, PivotRule::Relative(1e-14)));
+        // Exactly singular: both fail.
+        for rule in RULES {
+            let mut a = [1.0, 2.0, 3.0, 2.0, 4.0, 6.0, 0.0, 1.0, 1.0];
+            assert!(!lu_factor(&mut a, 3, &mut piv, rule), "{rule:?}");
+        }
+        // Non-finite or zero input fails the relative rule before any elimination.
+        for bad in [f64::INFINITY, 0.0] {
+            let mut a = [bad; 9];
+            assert!(!lu_factor(&mut a, 3, &mut piv, PivotRule::Relative(1e-14)));
+            let mut a = [bad; 9];
+            assert!(!lu_factor(&mut a, 3, &mut piv, PivotRule::Absolute));
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use bevy::prelude::*;
 use contactlab::app::sim::{DragPull, SimCommand, SimCommands, SimControl, SimHistory, SimWorker};
-use contactlab::app::sweep::{SweepSettings, SweepState};
+use contactlab::app::sweep::{SweepSetup, SweepState};
 use contactlab::app::CurrentScene;
 use contactlab::sim::Pull;
 use nalgebra::Vector3;
@@ -203,7 +203,7 @@ fn background_sweep_finishes_and_follows_kappa_and_cancels() {
     let mut app = app("scenes/quadruped_stand.ron");
     pause(&mut app);
     {
-        let mut s = app.world_mut().resource_mut::<SweepSettings>();
+        let mut s = app.world_mut().resource_mut::<SweepSetup>();
         s.from = 0.0;
         s.to = 0.04;
         s.points = 3;
@@ -228,7 +228,7 @@ fn background_sweep_finishes_and_follows_kappa_and_cancels() {
     assert_eq!(r1.points.len(), 3);
     assert!(r1.points.iter().all(|p| p.f.is_finite() && p.smoothed.is_finite()));
     // Moving kappa re-runs the sweep by itself.
-    app.world_mut().resource_mut::<SweepSettings>().kappa = s1.kappa * 0.5;
+    app.world_mut().resource_mut::<SweepSetup>().kappa = s1.kappa * 0.5;
     wait(&mut app, 2);
     let (s2, _) = app.world().resource::<SweepState>().result.clone().unwrap();
     assert_eq!(s2.kappa, s1.kappa * 0.5);

@@ -5,7 +5,7 @@
 //! higher than the exact one's (ties within the solver's stopping point, 0.1 %, count as equal).
 
 use contactlab::diff::Sensitivity;
-use contactlab::ocp::cito::{self, CitoProblem, CitoReport};
+use contactlab::ocp::cito::{self, CitoReport, CitoSettings};
 use contactlab::ocp::{Ddp, Status};
 use contactlab::scene::Scene;
 use std::path::Path;
@@ -16,7 +16,11 @@ fn scene(name: &str) -> Scene {
 }
 
 fn solve(s: &Scene, sensitivity: Option<Sensitivity>) -> CitoReport {
-    let p = CitoProblem::from_scene(s, sensitivity, None).unwrap();
+    let mut settings = s.cito_settings().unwrap();
+    if let Some(sens) = sensitivity {
+        settings.set_sensitivity(sens);
+    }
+    let p = s.cito_problem(&settings).unwrap();
     cito::solve(&p, None, &mut |_| {})
 }
 
@@ -103,7 +107,8 @@ fn far_target_repositions_a_foot_without_a_schedule() {
 #[test]
 fn a_set_cancel_flag_stops_the_solve() {
     let s = scene("cito_raise.ron");
-    let p = CitoProblem::from_scene(&s, None, Some(5)).unwrap();
+    let settings = CitoSettings { iterations: 5, ..s.cito_settings().unwrap() };
+    let p = s.cito_problem(&settings).unwrap();
     let cancel = AtomicBool::new(true);
     let r = cito::solve(&p, Some(&cancel), &mut |_| panic!("no iteration after a cancel"));
     assert_eq!(r.info.status, Status::Cancelled);

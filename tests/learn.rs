@@ -22,7 +22,7 @@ fn root() -> PathBuf {
 
 fn stand_task() -> Task {
     let sc = Scene::load(&root().join("scenes/learn_stand.ron")).unwrap();
-    Task::from_scene(&sc).unwrap()
+    sc.task(sc.learn_settings().unwrap()).unwrap()
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn bptt_policy_gradient_matches_finite_differences_in_a_smooth_regime() {
 #[test]
 fn a_short_bptt_run_lowers_the_loss() {
     let task = stand_task();
-    let mut cfg = bptt::BpttConfig::for_task(&task);
+    let mut cfg = bptt::BpttSettings::for_task(&task);
     cfg.batch = 8;
     cfg.lr = 3e-3;
     cfg.sim_steps = 4 * cfg.batch * task.steps;

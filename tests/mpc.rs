@@ -11,12 +11,14 @@ use std::path::Path;
 fn mpc_rejects_the_shipped_pull_and_recovers() {
     let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_pull.ron")).unwrap();
     let mut seen = 0;
-    let r = run_closed_loop(&s, None, None, None, None, &mut |_| seen += 1).unwrap();
+    let settings = s.mpc_settings().unwrap();
+    let sim = s.settled(settings.settle).unwrap();
+    let r = run_closed_loop(&s.file.name, sim, &s.pulls, &settings, None, &mut |_| seen += 1).unwrap();
     let m = &r.summary;
     eprintln!("{m:?}");
     assert_eq!(seen, r.cycles.len());
     assert!(m.recovered, "{m:?}");
-    let spec = s.file.mpc.as_ref().unwrap();
+    let spec = &settings;
     let pull_end = s.pulls.iter().map(|p| p.start + p.duration).fold(0.0, f64::max);
     // Recovered within 2 s of the pull's end and stayed within 2 cm until the end of the run.
     assert!(m.recovery_time_s.unwrap() <= 2.0 && m.duration_s >= pull_end + 2.0 - 1e-9);
@@ -35,16 +37,14 @@ fn mpc_rejects_the_shipped_pull_and_recovers() {
 /// the scene's controller back.
 #[test]
 fn mpc_driver_tracks_a_moved_target_and_releases() {
-    use contactlab::ocp::cito::settled_start;
     use contactlab::ocp::mpc::MpcDriver;
     use contactlab::sim::Controller;
     use nalgebra::Vector3;
     let scene = Scene::load(std::path::Path::new("scenes/mpc_pull.ron")).unwrap();
-    let spec = scene.file.mpc.clone().unwrap();
-    let mut sim = settled_start(&scene, spec.settle);
+    let spec = scene.mpc_settings().unwrap();
+    let mut sim = scene.settled(spec.settle).unwrap();
     let controller = sim.controller.clone();
-    let sens = contactlab::ocp::cito::parse_sensitivity(&spec.sensitivity, spec.kappa, spec.delta).unwrap();
-    let mut d = MpcDriver::new(spec.clone(), sens);
+    let mut d = MpcDriver::new(spec.clone());
     d.engage(&mut sim).unwrap();
     assert_eq!(sim.controller, Controller::None);
     let (home, rot) = d.target().unwrap();
@@ -69,11 +69,12 @@ fn mpc_driver_tracks_a_moved_target_and_releases() {
     assert!(d.planned_states().is_empty());
 }
 
-/// The defaults of an empty `cito: ()` / `mpc: ()` section are the specs' `Default`s (the
+/// The defaults of an empty `cito: ()` / `mpc: ()` section are the settings' `Default`s (the
 /// app's Control window uses those on scenes without the sections).
 #[test]
-fn spec_defaults_match_empty_sections() {
-    use contactlab::scene::{CitoSpec, MpcSpec};
-    assert_eq!(ron::from_str::<CitoSpec>("()").unwrap(), CitoSpec::default());
-    assert_eq!(ron::from_str::<MpcSpec>("()").unwrap(), MpcSpec::default());
+fn settings_defaults_match_empty_sections() {
+    use contactlab::ocp::cito::CitoSettings;
+    use contactlab::ocp::mpc::MpcSettings;
+    assert_eq!(ron::from_str::<CitoSettings>("()").unwrap(), CitoSettings::default());
+    assert_eq!(ron::from_str::<MpcSettings>("()").unwrap(), MpcSettings::default());
 }

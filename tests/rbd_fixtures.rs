@@ -1,6 +1,6 @@
 //! The rigid-body algorithms against Pinocchio reference values (`../shared/fixtures/rbd/`).
 
-use contactlab::check_dynamics::check;
+use contactlab::dynamics::reference::check;
 use contactlab::model::urdf::{load, RootJoint};
 use std::path::Path;
 

@@ -4,8 +4,8 @@
 //! states across each shipped sweep's transition.
 
 use contactlab::contact::ContactMode;
+use contactlab::diff::sweep::SweepOverrides;
 use contactlab::diff::{apply_param, transition_jacobians, Sensitivity, TransitionStatus, TransitionWorkspace};
-use contactlab::gradcheck::{build_spec, Overrides};
 use contactlab::scene::Scene;
 use contactlab::sim::{Simulation, StepStatus};
 use nalgebra::{DMatrix, DVector};
@@ -140,7 +140,7 @@ fn no_nan_or_infinity_over_the_kappa_delta_range_across_transitions() {
         ("sweep_liftoff.ron", [-16.0, -12.5, -8.0]),
     ] {
         let sc = scene(file);
-        let (spec, sim0) = build_spec(&sc, &Overrides::default()).unwrap();
+        let (spec, sim0) = sc.sweep(&SweepOverrides::default()).unwrap();
         for s in values {
             let mut sim = sim0.clone();
             apply_param(&mut sim, &spec.param, s).unwrap();

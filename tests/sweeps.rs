@@ -3,16 +3,16 @@
 //! one stays finite, bounded, smoother, nonzero where the exact one is blind, and closer to
 //! the smoothed truth (cosine similarity). Also the CLI's files.
 
+use contactlab::diff::sweep::SweepOverrides;
 use contactlab::diff::sweep::{run_sweep, SweepResult};
-use contactlab::gradcheck::{build_spec, Overrides};
 use contactlab::scene::Scene;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 
 fn sweep(file: &str) -> SweepResult {
     let sc = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(file)).unwrap();
-    let o = Overrides { points: Some(21), samples: Some(12), ..Default::default() };
-    let (spec, sim) = build_spec(&sc, &o).unwrap();
+    let o = SweepOverrides { points: Some(21), samples: Some(12), ..Default::default() };
+    let (spec, sim) = sc.sweep(&o).unwrap();
     run_sweep(&sim, &spec, &AtomicBool::new(false), &AtomicUsize::new(0)).unwrap()
 }
 

@@ -13,7 +13,7 @@ use super::{take_frame_cost_ms, ViewerOptions};
 use bevy::diagnostic::{Diagnostic, DiagnosticPath, Diagnostics, RegisterDiagnostic};
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Milliseconds per frame spent in our own systems (main thread).
 pub const OUR_SYSTEMS_MS: DiagnosticPath = DiagnosticPath::const_new("contactlab/our_systems_ms");
@@ -106,16 +106,7 @@ fn screenshot_when_ready(
 
 fn save_atomic(image: &Image, path: &Path) -> Result<(), String> {
     let img = image.clone().try_into_dynamic().map_err(|e| format!("cannot convert the frame: {e:?}"))?;
-    let tmp = tmp_path(path);
-    img.to_rgb8().save(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))
-}
-
-/// `dir/.name.tmp.ext`, in the same directory so the rename is atomic.
-fn tmp_path(path: &Path) -> PathBuf {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let ext = path.extension().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "png".into());
-    path.with_file_name(format!(".{stem}.tmp.{ext}"))
+    crate::io::write_atomic_with(path, |tmp| img.to_rgb8().save(tmp)).map_err(|e| format!("cannot write: {e}"))
 }
 
 fn report(cost: &FrameCost, path: &Path) {

@@ -5,9 +5,7 @@
 
 use super::sim::SimHistory;
 use super::{cost_scope, AppSet, CurrentScene};
-use crate::diff::sweep::{run_sweep, SweepResult};
-use crate::gradcheck::{spec_from_state, Overrides};
-use crate::scene::{GradcheckSpec, ObjectiveTermSpec};
+use crate::diff::sweep::{run_sweep, ObjectiveTerm, SweepError, SweepOverrides, SweepResult, SweepSettings, SweepSpec};
 use bevy::prelude::*;
 use bevy::tasks::{futures::check_ready, Task};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -35,8 +33,8 @@ impl Objective {
         }
     }
 
-    fn term(&self, body: &str) -> ObjectiveTermSpec {
-        let mut t = ObjectiveTermSpec {
+    fn term(&self, body: &str) -> ObjectiveTerm {
+        let mut t = ObjectiveTerm {
             body: body.to_string(),
             point: [0.0; 3],
             linear: [0.0; 3],
@@ -56,7 +54,7 @@ impl Objective {
 
 /// The sweep the user set up (UI-editable).
 #[derive(Resource, Clone, Debug, PartialEq)]
-pub struct SweepSettings {
+pub struct SweepSetup {
     /// `base_x | base_y | base_z | torque:JOINTS` (see `contactlab gradcheck`).
     pub param: String,
     pub from: f64,
@@ -75,7 +73,7 @@ pub struct SweepSettings {
     pub follow_sliders: bool,
 }
 
-impl SweepSettings {
+impl SweepSetup {
     /// Defaults for a scene: its `gradcheck` section if it has one, else a drop of the base
     /// through touchdown measured by the final vertical velocity of the root body.
     pub fn for_scene(scene: &crate::scene::Scene) -> Self {
@@ -136,9 +134,10 @@ impl SweepSettings {
         }
     }
 
-    /// As a scene's gradcheck section (for [`spec_from_state`]).
-    pub fn to_spec(&self) -> GradcheckSpec {
-        GradcheckSpec {
+    /// As the library's sweep settings (a scene's gradcheck section, for
+    /// [`SweepSpec::from_state`]).
+    pub fn to_settings(&self) -> SweepSettings {
+        SweepSettings {
             param: self.param.clone(),
             from: self.from,
             to: self.to,
@@ -167,14 +166,16 @@ fn first_actuated(model: &crate::model::Model) -> String {
 /// The running sweep and the last result.
 #[derive(Resource, Default)]
 pub struct SweepState {
-    task: Option<Task<Result<SweepResult, String>>>,
+    /// The job's result: the sweep's own (a cancelled sweep is `SweepError::Cancelled`), or
+    /// why the job did not run.
+    task: Option<Task<Result<Result<SweepResult, SweepError>, String>>>,
     cancel: Arc<AtomicBool>,
     progress: Arc<AtomicUsize>,
     /// Points of the running sweep.
     pub total: usize,
     /// Settings of the running sweep, and of the last result.
-    pub running: Option<SweepSettings>,
-    pub result: Option<(SweepSettings, SweepResult)>,
+    pub running: Option<SweepSetup>,
+    pub result: Option<(SweepSetup, SweepResult)>,
     pub error: Option<String>,
     /// Set by the UI: start a sweep now from the state on screen.
     pub requested: bool,
@@ -210,13 +211,13 @@ impl Plugin for SweepPlugin {
 }
 
 fn init_settings(mut commands: Commands, scene: Res<CurrentScene>) {
-    commands.insert_resource(SweepSettings::for_scene(&scene.scene));
+    commands.insert_resource(SweepSetup::for_scene(&scene.scene));
 }
 
 /// Polls the sweep task; starts one on request, or when kappa or delta moved while following.
 pub fn drive_sweep(
     mut state: ResMut<SweepState>,
-    mut settings: ResMut<SweepSettings>,
+    mut settings: ResMut<SweepSetup>,
     scene: Res<CurrentScene>,
     history: Res<SimHistory>,
 ) {
@@ -228,7 +229,7 @@ pub fn drive_sweep(
         if state.running.is_some() {
             state.cancel.store(true, Ordering::Relaxed);
         }
-        *settings = SweepSettings::for_scene(&scene.scene);
+        *settings = SweepSetup::for_scene(&scene.scene);
         state.result = None;
         state.seen = None;
     }
@@ -237,12 +238,13 @@ pub fn drive_sweep(
             state.task = None;
             let s = state.running.take().expect("a running sweep has settings");
             match r {
-                Ok(r) => {
+                Ok(Ok(r)) => {
                     state.result = Some((s, r));
                     state.error = None;
                     state.finished += 1;
                 }
-                Err(e) if e == crate::diff::sweep::SweepError::Cancelled.to_string() => {}
+                Ok(Err(SweepError::Cancelled)) => {}
+                Ok(Err(e)) => state.error = Some(e.to_string()),
                 Err(e) => state.error = Some(e),
             }
         }
@@ -273,8 +275,8 @@ pub fn drive_sweep(
     // The sweep starts from this state without the scene's scheduled pulls.
     sim.pulls.clear();
     sim.t = 0.0;
-    let o = Overrides { threads: Some(1), ..Default::default() };
-    let (spec, sim) = match spec_from_state(&scene.scene.file.name, &settings.to_spec(), &o, sim) {
+    let o = SweepOverrides { threads: Some(1), ..Default::default() };
+    let (spec, sim) = match SweepSpec::from_state(&scene.scene.file.name, &settings.to_settings(), &o, sim) {
         Ok(x) => x,
         Err(e) => {
             state.error = Some(format!("{e:#}"));
@@ -288,7 +290,5 @@ pub fn drive_sweep(
     state.running = Some(settings.clone());
     state.error = None;
     let (cancel, progress) = (state.cancel.clone(), state.progress.clone());
-    state.task = Some(super::jobs::spawn("sweep", move || {
-        run_sweep(&sim, &spec, &cancel, &progress).map_err(|e| e.to_string())
-    }));
+    state.task = Some(super::jobs::spawn("sweep", move || Ok(run_sweep(&sim, &spec, &cancel, &progress))));
 }

@@ -11,9 +11,10 @@ use super::overlay::OverlaySettings;
 use super::pick::DragSettings;
 use super::plots;
 use super::sim::{SimCommand, SimCommands, SimControl, SimHistory, SimWorker};
-use super::sweep::{Objective, SweepSettings, SweepState};
+use super::sweep::{Objective, SweepSetup, SweepState};
 use super::view::MainCamera;
 use super::{cost_scope, CurrentScene, ToolWindows, ViewerOptions};
+use crate::diff::SensitivityKind;
 use crate::scene::Scene;
 use crate::sim::Pull;
 use bevy::camera::visibility::RenderLayers;
@@ -36,29 +37,12 @@ pub enum PlotTab {
     Forces,
 }
 
-/// Which sensitivity the user is tuning (highlighted in the gradient plot).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SensitivityChoice {
-    Exact,
-    Signorini,
-    Relaxed,
-}
-
-impl SensitivityChoice {
-    pub fn name(&self) -> &'static str {
-        match self {
-            SensitivityChoice::Exact => "exact",
-            SensitivityChoice::Signorini => "signorini",
-            SensitivityChoice::Relaxed => "relaxed",
-        }
-    }
-}
-
 /// Panel state that is not a setting of anything else.
 #[derive(Resource)]
 pub struct UiState {
     pub tab: PlotTab,
-    pub sensitivity: SensitivityChoice,
+    /// Which sensitivity the user is tuning (highlighted in the gradient plot).
+    pub sensitivity: SensitivityKind,
     /// Typed path of the scene to open or save (the fallback when no file dialog is available).
     pub path: String,
     pub pull_body: usize,
@@ -81,7 +65,7 @@ impl UiState {
     fn for_scene(scene: &Scene) -> Self {
         Self {
             tab: PlotTab::Modes,
-            sensitivity: SensitivityChoice::Relaxed,
+            sensitivity: SensitivityKind::Relaxed,
             path: scene.path.display().to_string(),
             pull_body: 0,
             pull_point: [0.0; 3],
@@ -231,7 +215,7 @@ fn ui_system(
     scene: Res<CurrentScene>,
     mut overlay: ResMut<OverlaySettings>,
     mut drag: ResMut<DragSettings>,
-    mut sweep_settings: ResMut<SweepSettings>,
+    mut sweep_settings: ResMut<SweepSetup>,
     mut sweep: ResMut<SweepState>,
     diagnostics: Res<DiagnosticsStore>,
     mut tools: ResMut<ToolWindows>,
@@ -487,7 +471,7 @@ fn contact_panel(
     u: &mut egui::Ui,
     ui: &mut UiState,
     overlay: &mut OverlaySettings,
-    sweep: &mut SweepSettings,
+    sweep: &mut SweepSetup,
     commands: &mut SimCommands,
 ) {
     egui::Grid::new("contact_grid").num_columns(2).show(u, |u| {
@@ -498,7 +482,7 @@ fn contact_panel(
         u.end_row();
         u.label("sensitivity");
         egui::ComboBox::from_id_salt("sensitivity").selected_text(ui.sensitivity.name()).show_ui(u, |u| {
-            for s in [SensitivityChoice::Exact, SensitivityChoice::Signorini, SensitivityChoice::Relaxed] {
+            for s in SensitivityKind::ALL {
                 u.selectable_value(&mut ui.sensitivity, s, s.name());
             }
         });
@@ -598,7 +582,7 @@ fn pulls_panel(u: &mut egui::Ui, ui: &mut UiState, scene: &Scene, drag: &mut Dra
     });
 }
 
-fn sweep_panel(u: &mut egui::Ui, scene: &Scene, s: &mut SweepSettings, state: &mut SweepState, ui: &mut UiState) {
+fn sweep_panel(u: &mut egui::Ui, scene: &Scene, s: &mut SweepSetup, state: &mut SweepState, ui: &mut UiState) {
     let model = &scene.model;
     let mut params: Vec<String> = Vec::new();
     if model.has_free_flyer() {

@@ -18,13 +18,13 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Ground {
     /// Height of the plane at the world origin (m).
-    #[serde(default, deserialize_with = "crate::scene::check::finite")]
+    #[serde(default, deserialize_with = "crate::validate::finite")]
     pub height: f64,
     /// Inclination about the world y axis (rad); the plane descends towards +x.
-    #[serde(default, deserialize_with = "crate::scene::check::slope")]
+    #[serde(default, deserialize_with = "crate::validate::slope")]
     pub slope: f64,
     /// Coulomb friction coefficient.
-    #[serde(deserialize_with = "crate::scene::check::friction")]
+    #[serde(deserialize_with = "crate::validate::friction")]
     pub friction: f64,
 }
 
@@ -39,16 +39,16 @@ impl Default for Ground {
 #[serde(deny_unknown_fields)]
 pub struct TerrainBox {
     /// Centre in the world (m).
-    #[serde(deserialize_with = "crate::scene::check::finite3")]
+    #[serde(deserialize_with = "crate::validate::finite3")]
     pub center: [f64; 3],
     /// Full side lengths (m).
-    #[serde(deserialize_with = "crate::scene::check::positive3")]
+    #[serde(deserialize_with = "crate::validate::positive3")]
     pub size: [f64; 3],
     /// Rotation about the world z axis (rad).
-    #[serde(default, deserialize_with = "crate::scene::check::finite")]
+    #[serde(default, deserialize_with = "crate::validate::finite")]
     pub yaw: f64,
     /// Coulomb friction coefficient.
-    #[serde(deserialize_with = "crate::scene::check::friction")]
+    #[serde(deserialize_with = "crate::validate::friction")]
     pub friction: f64,
 }
 
@@ -60,13 +60,13 @@ pub struct Heightfield {
     /// World xy of sample `heights[0][0]` (m).
     pub origin: [f64; 2],
     /// Distance between samples along x and y (m).
-    #[serde(deserialize_with = "crate::scene::check::positive")]
+    #[serde(deserialize_with = "crate::validate::positive")]
     pub spacing: f64,
     /// `heights[j][i]` is the height at `origin + (i, j) * spacing` (m); at least 2 x 2, rows of
     /// equal length.
-    #[serde(deserialize_with = "crate::scene::check::height_grid")]
+    #[serde(deserialize_with = "crate::validate::height_grid")]
     pub heights: Vec<Vec<f64>>,
-    #[serde(deserialize_with = "crate::scene::check::friction")]
+    #[serde(deserialize_with = "crate::validate::friction")]
     pub friction: f64,
 }
 

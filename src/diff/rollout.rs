@@ -385,3 +385,56 @@ pub fn rollout_cost(
     total += cost.terminal * cost.state(&model, &mut data, s.q.as_slice(), s.v.as_slice(), None);
     Ok((total, s))
 }
+
+impl Param {
+    /// Resolves a parameter name against a model and its pulls: `base_x`, `base_y`, `base_z`
+    /// (initial base position offset, m), `pull:N` (force magnitude of pull N, N) or
+    /// `torque:JOINTS` (a torque offset, N m, on the actuated joints matching a comma-separated
+    /// list of names or `*suffix` patterns).
+    pub fn resolve(model: &Model, pulls: &[crate::sim::Pull], name: &str) -> Result<Param, String> {
+        let name = name.trim();
+        match name {
+            "base_x" | "base_y" | "base_z" => {
+                if !model.has_free_flyer() {
+                    return Err(format!("`{name}` needs a floating base"));
+                }
+                return Ok(Param::BasePosition { axis: (name.as_bytes()[5] - b'x') as usize });
+            }
+            _ => {}
+        }
+        if let Some(idx) = name.strip_prefix("pull") {
+            let index = match idx.strip_prefix(':') {
+                Some(n) => n.parse::<usize>().map_err(|_| format!("`{name}`: expected pull:N"))?,
+                None if idx.is_empty() => 0,
+                None => return Err(format!("`{name}`: expected pull or pull:N")),
+            };
+            return match pulls.get(index) {
+                Some(p) if p.force.norm() > 0.0 => Ok(Param::PullForce { index }),
+                Some(_) => Err(format!("pull {index} has a zero force: no direction to scale")),
+                None => Err(format!("`{name}`: the scene has {} pull(s)", pulls.len())),
+            };
+        }
+        if let Some(list) = name.strip_prefix("torque:") {
+            let mut direction = DVector::zeros(model.nu);
+            for pat in list.split(',').map(str::trim) {
+                let mut hit = false;
+                for (k, &dof) in model.actuated_dofs.iter().enumerate() {
+                    let j = model.joints.iter().find(|j| j.idx_v == dof).expect("actuated dof belongs to a joint");
+                    let m = match pat.strip_prefix('*') {
+                        Some(suffix) => j.name.ends_with(suffix),
+                        None => j.name == pat,
+                    };
+                    if m {
+                        direction[k] = 1.0;
+                        hit = true;
+                    }
+                }
+                if !hit {
+                    return Err(format!("no actuated joint matches `{pat}`"));
+                }
+            }
+            return Ok(Param::ControlOffset { direction });
+        }
+        Err(format!("unknown parameter `{name}`: expected base_x, base_y, base_z, pull:N or torque:JOINTS"))
+    }
+}

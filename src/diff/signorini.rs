@@ -25,6 +25,7 @@
 //! [`transition_jacobians`](super::transition_jacobians).
 
 use crate::contact::solver::{ContactMode, Info, Settings, Status};
+use crate::linalg::{lu_factor, lu_solve, PivotRule};
 use nalgebra::DMatrixView;
 
 /// Relative accuracy of `gamma s = kappa` at convergence (module docs).
@@ -253,7 +254,10 @@ impl SignoriniSolver {
                 self.dlam[r] = -rt[a];
             }
         }
-        if !lu_factor(&mut self.jac[..n * n], n, &mut self.piv[..n]) {
+        // Relative pivots: no row is scaled apart by design (the normal row is multiplied by
+        // gamma, not divided by it), so a pivot below 1e-14 of the largest entry means a singular
+        // Newton matrix, better reported as `LinearSolveFailed` than followed to a huge step.
+        if !lu_factor(&mut self.jac[..n * n], n, &mut self.piv[..n], PivotRule::Relative(1e-14)) {
             return false;
         }
         lu_solve(&self.jac[..n * n], n, &self.piv[..n], &mut self.dlam[..n]);
@@ -302,58 +306,5 @@ pub(crate) fn friction_linearization(mode: ContactMode, mu: f64, l: &[f64], w: &
                 rw: [[f * (1.0 - t[0] * t[0]), -f * t[0] * t[1]], [-f * t[1] * t[0], f * (1.0 - t[1] * t[1])]],
             }
         }
-    }
-}
-
-/// Dense LU with partial pivoting of the row-major `n x n` matrix `a`, in place.
-fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
-    let scale = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    if !(scale > 0.0 && scale.is_finite()) {
-        return false;
-    }
-    for col in 0..n {
-        let mut p = col;
-        for r in col + 1..n {
-            if a[r * n + col].abs() > a[p * n + col].abs() {
-                p = r;
-            }
-        }
-        if a[p * n + col].abs() <= 1e-14 * scale {
-            return false;
-        }
-        piv[col] = p;
-        if p != col {
-            for c in 0..n {
-                a.swap(p * n + c, col * n + c);
-            }
-        }
-        let d = a[col * n + col];
-        for r in col + 1..n {
-            let f = a[r * n + col] / d;
-            a[r * n + col] = f;
-            if f != 0.0 {
-                for c in col + 1..n {
-                    a[r * n + c] -= f * a[col * n + c];
-                }
-            }
-        }
-    }
-    true
-}
-
-fn lu_solve(a: &[f64], n: usize, piv: &[usize], x: &mut [f64]) {
-    for col in 0..n {
-        x.swap(col, piv[col]);
-        let xc = x[col];
-        for r in col + 1..n {
-            x[r] -= a[r * n + col] * xc;
-        }
-    }
-    for r in (0..n).rev() {
-        let mut acc = x[r];
-        for c in r + 1..n {
-            acc -= a[r * n + c] * x[c];
-        }
-        x[r] = acc / a[r * n + r];
     }
 }

@@ -18,16 +18,231 @@
 //! The realized mode strip records, per point and watched contact, the mode at the last step
 //! of the rollout at `s`, and whether the watched contact touched at any step.
 
-use super::rollout::{apply_param, rollout_cost, rollout_gradient, Cost, Param, RolloutError};
-use super::transition::Sensitivity;
+use super::rollout::{apply_param, rollout_cost, rollout_gradient, Cost, Param, PointCost, RolloutError};
+use super::sensitivity::{Sensitivity, SensitivityKind};
 use crate::contact::ContactMode;
 use crate::sim::Simulation;
+use crate::validate::{Checker, SettingsError};
+use nalgebra::Vector3;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// What to sweep and how to measure it.
+/// A terminal objective term on a body point's world position `p` and velocity `pdot`:
+/// `0.5 sum_a weight_a (p_a - target_a)^2 + linear . p + linear_velocity . pdot`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectiveTerm {
+    /// Link or frame name.
+    pub body: String,
+    /// In the link or frame (m).
+    #[serde(default = "zero3", deserialize_with = "crate::validate::finite3")]
+    pub point: [f64; 3],
+    #[serde(default = "zero3", deserialize_with = "crate::validate::finite3")]
+    pub linear: [f64; 3],
+    #[serde(default = "zero3", deserialize_with = "crate::validate::finite3")]
+    pub weight: [f64; 3],
+    #[serde(default = "zero3", deserialize_with = "crate::validate::finite3")]
+    pub target: [f64; 3],
+    #[serde(default = "zero3", deserialize_with = "crate::validate::finite3")]
+    pub linear_velocity: [f64; 3],
+}
+
+fn default_points() -> usize {
+    41
+}
+fn default_samples() -> usize {
+    24
+}
+fn zero3() -> [f64; 3] {
+    [0.0; 3]
+}
+
+/// A gradient-quality sweep as a user writes it (a scene's `gradcheck` section is this struct,
+/// field for field); [`SweepSpec::from_state`] resolves it against a simulation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSettings {
+    /// Parameter name, resolved by [`Param::resolve`]: `base_x`, `base_y`, `base_z` (initial base position offset, m), `pull:N` (force
+    /// magnitude of pull N, N) or `torque:JOINTS` (a torque offset, N m, on the actuated joints
+    /// matching a comma-separated list of names or `*suffix` patterns).
+    pub param: String,
+    #[serde(deserialize_with = "crate::validate::finite")]
+    pub from: f64,
+    #[serde(deserialize_with = "crate::validate::finite")]
+    pub to: f64,
+    #[serde(default = "default_points")]
+    pub points: usize,
+    /// Rollout length (s).
+    #[serde(deserialize_with = "crate::validate::positive")]
+    pub horizon: f64,
+    /// Terminal objective terms, summed.
+    pub objective: Vec<ObjectiveTerm>,
+    /// Smoothing scale of the smoothed truth (parameter units); default 5 % of the range.
+    #[serde(default, deserialize_with = "crate::validate::positive_opt")]
+    pub sigma: Option<f64>,
+    /// Antithetic sample pairs of the smoothed truth.
+    #[serde(default = "default_samples")]
+    pub samples: usize,
+    /// Contact names shown in the mode strip.
+    #[serde(default)]
+    pub watch: Vec<String>,
+    /// Simulated time before the sweep starts (s): the sweep's state is the scene's initial
+    /// state advanced this long (a settled stance), with the parameter applied there.
+    #[serde(default, deserialize_with = "crate::validate::non_negative")]
+    pub settle: f64,
+    /// Relaxation of the two relaxed sensitivities (N s m/s) and the normal shift (m/s).
+    #[serde(default = "super::sensitivity::default_kappa", deserialize_with = "crate::validate::positive")]
+    pub kappa: f64,
+    #[serde(default = "super::sensitivity::default_delta", deserialize_with = "crate::validate::non_negative")]
+    pub delta: f64,
+}
+
+impl SweepSettings {
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let mut c = Checker::new("SweepSettings");
+        c.finite("from", self.from)
+            .finite("to", self.to)
+            .check(self.to > self.from, "to", || format!("{} must exceed from = {}", self.to, self.from))
+            .count("points", self.points, 2, 100_000)
+            .positive("horizon", self.horizon)
+            .count("samples", self.samples, 1, 100_000)
+            .non_negative("settle", self.settle)
+            .positive("kappa", self.kappa)
+            .non_negative("delta", self.delta);
+        if let Some(sigma) = self.sigma {
+            c.positive("sigma", sigma);
+        }
+        for (i, t) in self.objective.iter().enumerate() {
+            c.all_finite(&format!("objective[{i}].point"), &t.point)
+                .all_finite(&format!("objective[{i}].linear"), &t.linear)
+                .all_finite(&format!("objective[{i}].weight"), &t.weight)
+                .all_finite(&format!("objective[{i}].target"), &t.target)
+                .all_finite(&format!("objective[{i}].linear_velocity"), &t.linear_velocity);
+        }
+        c.finish()
+    }
+}
+
+/// Overrides of a sweep's settings for one run (command-line flags, the app's panel).
+#[derive(Clone, Debug, Default)]
+pub struct SweepOverrides {
+    pub param: Option<String>,
+    pub from: Option<f64>,
+    pub to: Option<f64>,
+    pub points: Option<usize>,
+    pub horizon: Option<f64>,
+    pub sigma: Option<f64>,
+    pub samples: Option<usize>,
+    pub kappa: Option<f64>,
+    pub delta: Option<f64>,
+    /// The families to compare [all three], each with the sweep's `kappa` and `delta`.
+    pub sensitivities: Option<Vec<SensitivityKind>>,
+    /// Worker threads \[2\].
+    pub threads: Option<usize>,
+}
+
+impl SweepOverrides {
+    /// `settings` with the overrides applied.
+    pub fn apply(&self, settings: &SweepSettings) -> SweepSettings {
+        let mut g = settings.clone();
+        if let Some(p) = &self.param {
+            g.param = p.clone();
+        }
+        g.from = self.from.unwrap_or(g.from);
+        g.to = self.to.unwrap_or(g.to);
+        g.points = self.points.unwrap_or(g.points);
+        g.horizon = self.horizon.unwrap_or(g.horizon);
+        g.sigma = self.sigma.or(g.sigma);
+        g.samples = self.samples.unwrap_or(g.samples);
+        g.kappa = self.kappa.unwrap_or(g.kappa);
+        g.delta = self.delta.unwrap_or(g.delta);
+        g
+    }
+}
+
+/// Tolerance cap of the forward solver during sweeps: the local finite differences (step
+/// `1e-4` of the range) must resolve the cost and not the solver's stopping point.
+pub const SWEEP_TOLERANCE: f64 = 1e-10;
+
+impl SweepSpec {
+    /// The sweep `settings` (with `o` applied) from the state of `sim`: settles for
+    /// `settle` seconds without the pulls, then restarts the pulls' clock, so the sweep starts
+    /// at `t = 0`; the forward solver is tightened to [`SWEEP_TOLERANCE`]. `name` labels the
+    /// result. The app uses it to sweep from whatever state is on screen.
+    pub fn from_state(
+        name: &str,
+        settings: &SweepSettings,
+        o: &SweepOverrides,
+        mut sim: Simulation,
+    ) -> Result<(SweepSpec, Simulation), SweepError> {
+        let g = o.apply(settings);
+        g.validate().map_err(|e| SweepError::Invalid(e.to_string()))?;
+        let model = &*sim.model.clone();
+        let param = Param::resolve(model, &sim.pulls, &g.param).map_err(SweepError::Invalid)?;
+        let (from, to) = (g.from, g.to);
+        let sigma = g.sigma.unwrap_or(0.05 * (to - from));
+        let kinds = o.sensitivities.clone().unwrap_or_else(|| SensitivityKind::ALL.to_vec());
+        let sensitivities = kinds.iter().map(|k| (k.name().to_string(), k.with(g.kappa, g.delta))).collect();
+        let mut cost = Cost::zero(model);
+        cost.terminal = 1.0;
+        for (i, t) in g.objective.iter().enumerate() {
+            let (body, placement) = model
+                .resolve_body_or_frame(&t.body)
+                .ok_or_else(|| SweepError::Invalid(format!("objective[{i}].body: no link or frame `{}`", t.body)))?;
+            cost.points.push(PointCost {
+                body,
+                point: placement.act_point(&Vector3::from(t.point)),
+                target: Vector3::from(t.target),
+                weight: Vector3::from(t.weight),
+                linear: Vector3::from(t.linear),
+                linear_velocity: Vector3::from(t.linear_velocity),
+            });
+        }
+        let watch = g
+            .watch
+            .iter()
+            .map(|w| {
+                model
+                    .contact_points
+                    .iter()
+                    .position(|c| &c.name == w)
+                    .ok_or_else(|| SweepError::Invalid(format!("watch: no contact `{w}`")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        sim.settings.solver.tolerance = sim.settings.solver.tolerance.min(SWEEP_TOLERANCE);
+        sim.settings.solver.kappa_target = sim.settings.solver.kappa_target.min(sim.settings.solver.tolerance);
+        sim.settings.solver.max_iterations = sim.settings.solver.max_iterations.max(100);
+        // Settling runs without the pulls: they belong to the sweep.
+        let pulls = std::mem::take(&mut sim.pulls);
+        sim.settle(g.settle).map_err(|e| SweepError::Invalid(format!("settling failed: {e}")))?;
+        // The pulls' schedule is relative to the sweep's start.
+        sim.pulls = pulls;
+        sim.t = 0.0;
+        let steps = (g.horizon / sim.settings.dt).round().max(1.0) as usize;
+        let spec = SweepSpec {
+            name: name.to_string(),
+            param,
+            param_name: g.param.clone(),
+            from,
+            to,
+            points: g.points,
+            steps,
+            cost,
+            sigma,
+            samples: g.samples,
+            fd_step: 1e-4 * (to - from),
+            sensitivities,
+            watch,
+            threads: o.threads.unwrap_or(2),
+            seed: 1,
+        };
+        Ok((spec, sim))
+    }
+}
+
+/// What to sweep and how to measure it, resolved against a model.
 #[derive(Clone, Debug)]
 pub struct SweepSpec {
     /// Name of the sweep (reported).

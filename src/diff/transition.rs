@@ -53,6 +53,15 @@
 //!   dlambda_i` with the solver's reduced Newton matrix `N~ = G~ + Lambda~` (normalized units), so
 //!   `R_lambda + R_w G = g N~` (`g = V / L`) and `R_w = I`.
 //!
+//!   Which central path: DESIGN 3.3 writes it as `lambda_i o w_hat_i = kappa e` (the Jordan
+//!   product of the impulse with De Saxce's modified velocity). The code follows Dojo's
+//!   nonlinear-friction-cone central path instead (Howell et al. 2022; the forward solver's own
+//!   formulation, [`crate::contact::solver`]): `gamma s = kappa` with `s = w_n + delta` and
+//!   `beta o eta = kappa e` with `beta = (mu gamma, l_t)`, `eta = (psi, w_t)`. Both are exact
+//!   Coulomb at `kappa = 0` and relax the whole cone complementarity; they spread the
+//!   relaxation differently over the normal and tangential parts. Dojo's form is used so that
+//!   the backward solve is the forward solver's Newton iteration, warm start and matrix.
+//!
 //! The backward solve's iterations and status are reported in [`TransitionInfo::backward`];
 //! a backward solve that hits its iteration limit still yields `A`, `B` (status
 //! `BackwardNotConverged`). As `kappa, delta -> 0` both tend to the exact sensitivity where the
@@ -75,21 +84,7 @@ use crate::model::{Data, Model};
 use crate::sim::step::{step, StepInfo, StepSettings, StepWorkspace};
 use nalgebra::{DMatrix, DVector, Vector3};
 
-/// Which contact sensitivity the backward step uses (DESIGN 3).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Sensitivity {
-    /// Differentiate the realized modes (DESIGN 3.1).
-    Exact,
-    /// Normal complementarity relaxed to `l_n w_n = kappa` (N s * m/s), friction per the
-    /// forward mode (DESIGN 3.2).
-    SignoriniRelaxed { kappa: f64 },
-    /// Central-path relaxation `lambda_i o w_hat_i = kappa e` of the whole cone
-    /// complementarity (kappa in N s * m/s), with the normal free-contact term shifted by
-    /// `delta >= 0` (m/s) (DESIGN 3.3). Suggested start: `kappa` about `1e-3` of
-    /// `(impulse per contact) x (velocity scale)`, `delta = 1e-3`; the sweep scenes document
-    /// theirs.
-    Relaxed { kappa: f64, delta: f64 },
-}
+pub use super::sensitivity::Sensitivity;
 
 /// Outcome of [`transition_jacobians`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,8 +130,11 @@ pub struct TransitionWorkspace {
     dv: DMatrix<f64>,
     /// `dw_fixed`, then `dlambda` (3k x (2nv + nu), first `3 ka` rows used).
     dw: DMatrix<f64>,
-    /// `R_lambda + R_w G` (3k x 3k, top-left `3 ka` block used), LU-factored in place.
+    /// `R_lambda + R_w G` (3k x 3k, top-left `3 ka` block used).
     kmat: DMatrix<f64>,
+    /// LU factors of the `3 ka x 3 ka` block of `kmat` (row-major, stride `3 ka`; 9k^2) and its
+    /// row pivots (3k), for [`crate::linalg::lu_factor`].
+    klu: Vec<f64>,
     pivots: Vec<usize>,
     /// Inverse of the contact system (3k x 3k, top-left `3 ka` block used).
     kinv: DMatrix<f64>,
@@ -178,6 +176,7 @@ impl TransitionWorkspace {
             dv: DMatrix::zeros(nv, ncols),
             dw: DMatrix::zeros(3 * k, ncols),
             kmat: DMatrix::zeros(3 * k, 3 * k),
+            klu: vec![0.0; 9 * k * k],
             pivots: vec![0; 3 * k],
             kinv: DMatrix::zeros(3 * k, 3 * k),
             dvc: DMatrix::zeros(3, nv),
@@ -482,7 +481,7 @@ pub fn transition_jacobians_after_step(
                     }
                 }
             }
-            if lu_solve_in_place(&mut tw.kmat, n, &mut tw.pivots, &tw.dw, &mut tw.kinv, &mut tw.dw_fixed) {
+            if solve_by_inverse(&tw.kmat, n, &mut tw.klu, &mut tw.pivots, &tw.dw, &mut tw.kinv, &mut tw.dw_fixed) {
                 // dlambda was written over dw_fixed (no longer needed): make it `dw`.
                 std::mem::swap(&mut tw.dw, &mut tw.dw_fixed);
                 solved = true;
@@ -636,70 +635,40 @@ fn contact_force(ws: &StepWorkspace, c: usize, i: usize) -> Vector3<f64> {
 }
 
 /// Solves `K X = B` for the top-left `n x n` block of `k` and the first `n` rows of `b` (all
-/// columns), writing `X` to the first `n` rows of `out`: an LU with partial pivoting of `k` in
-/// place, the explicit inverse into `inv` (n right-hand sides), then one dense product. For
-/// `n` = 12 and 49 columns the product (contiguous columns of length n) is several times
-/// cheaper than eliminating on the strided rows of `b`. Allocation-free; `false` if singular.
-fn lu_solve_in_place(
-    k: &mut DMatrix<f64>,
+/// columns), writing `X` to the first `n` rows of `out`: the block is copied into the row-major
+/// `lu` (at least `n^2`) and factored there with partial pivoting, the explicit inverse goes into
+/// `inv` (n right-hand sides), then one dense product. For `n` = 12 and 49 columns the product
+/// (contiguous columns of length n) is several times cheaper than eliminating on the strided rows
+/// of `b`. Allocation-free; `false` if singular.
+fn solve_by_inverse(
+    k: &DMatrix<f64>,
     n: usize,
+    lu: &mut [f64],
     piv: &mut [usize],
     b: &DMatrix<f64>,
     inv: &mut DMatrix<f64>,
     out: &mut DMatrix<f64>,
 ) -> bool {
-    let scale = (0..n).map(|i| k.row(i).columns(0, n).amax()).fold(0.0f64, f64::max);
-    if !(scale > 0.0 && scale.is_finite()) {
+    let lu = &mut lu[..n * n];
+    for (r, row) in lu.chunks_exact_mut(n).enumerate() {
+        for (c, x) in row.iter_mut().enumerate() {
+            *x = k[(r, c)];
+        }
+    }
+    // Relative pivots: a pivot below 1e-14 of the largest entry is taken as a singular system (a
+    // rank-deficient G, more contact rows than dofs), and the caller retries with a Tikhonov
+    // shift; an absolute rule would accept the rounding residue of an exactly singular matrix and
+    // return huge impulses instead.
+    if !crate::linalg::lu_factor(lu, n, &mut piv[..n], crate::linalg::PivotRule::Relative(1e-14)) {
         return false;
     }
-    for col in 0..n {
-        let (mut p, mut best) = (col, k[(col, col)].abs());
-        for r in col + 1..n {
-            if k[(r, col)].abs() > best {
-                p = r;
-                best = k[(r, col)].abs();
-            }
-        }
-        if best <= 1e-14 * scale {
-            return false;
-        }
-        piv[col] = p;
-        if p != col {
-            k.swap_rows(p, col);
-        }
-        let d = k[(col, col)];
-        for r in col + 1..n {
-            let f = k[(r, col)] / d;
-            k[(r, col)] = f;
-            if f != 0.0 {
-                for j in col + 1..n {
-                    k[(r, j)] -= f * k[(col, j)];
-                }
-            }
-        }
-    }
-    // K^-1 column by column: P K = L U.
-    for c in 0..n {
-        let mut x = inv.view_mut((0, c), (n, 1));
+    // K^-1 column by column.
+    let rows = inv.nrows();
+    for (c, x) in inv.as_mut_slice().chunks_exact_mut(rows).take(n).enumerate() {
+        let x = &mut x[..n];
         x.fill(0.0);
         x[c] = 1.0;
-        for col in 0..n {
-            x.swap_rows(col, piv[col]);
-        }
-        for r in 1..n {
-            let mut acc = x[r];
-            for j in 0..r {
-                acc -= k[(r, j)] * x[j];
-            }
-            x[r] = acc;
-        }
-        for r in (0..n).rev() {
-            let mut acc = x[r];
-            for j in r + 1..n {
-                acc -= k[(r, j)] * x[j];
-            }
-            x[r] = acc / k[(r, r)];
-        }
+        crate::linalg::lu_solve(lu, n, &piv[..n], x);
     }
     crate::linalg::gemm_into(1.0, inv.view((0, 0), (n, n)), b.rows(0, n), out.rows_mut(0, n));
     true

@@ -38,14 +38,14 @@ use std::time::Instant;
 
 /// BPTT settings (defaults in brackets).
 #[derive(Clone, Debug, Serialize)]
-pub struct BpttConfig {
-    /// Seed of the initialization and the episodes [0].
+pub struct BpttSettings {
+    /// Seed of the initialization and the episodes \[0\].
     pub seed: u64,
     /// Budget of simulated (training) steps [100 000].
     pub sim_steps: usize,
-    /// Rollouts per iteration [16].
+    /// Rollouts per iteration \[16\].
     pub batch: usize,
-    /// Adam learning rate [1e-3] and maximum gradient norm [1].
+    /// Adam learning rate [1e-3] and maximum gradient norm \[1\].
     pub lr: f64,
     pub clip: f64,
     #[serde(skip)]
@@ -53,43 +53,51 @@ pub struct BpttConfig {
     pub hidden: Vec<usize>,
     #[serde(skip)]
     pub activation: Activation,
-    /// Evaluate every this many iterations [1].
+    /// Evaluate every this many iterations \[1\].
     pub eval_every: usize,
 }
 
-impl BpttConfig {
-    /// Defaults with the task's network and sensitivity.
+impl BpttSettings {
+    pub fn validate(&self) -> Result<(), crate::validate::SettingsError> {
+        crate::validate::Checker::new("BpttSettings")
+            .count("sim_steps", self.sim_steps, 1, usize::MAX)
+            .count("batch", self.batch, 1, 1 << 20)
+            .positive("lr", self.lr)
+            .positive("clip", self.clip)
+            .check(self.sensitivity.check().is_ok(), "sensitivity", || {
+                self.sensitivity.check().err().map(|e| e.to_string()).unwrap_or_default()
+            })
+            .widths("hidden", &self.hidden)
+            .count("eval_every", self.eval_every, 1, usize::MAX)
+            .finish()
+    }
+
+    /// The defaults with the task's network and sensitivity.
     pub fn for_task(task: &Task) -> Self {
+        Self {
+            sensitivity: task.spec.sensitivity(),
+            hidden: task.spec.hidden.clone(),
+            activation: task.spec.activation.parse().unwrap_or_default(),
+            ..Self::default()
+        }
+    }
+}
+
+impl Default for BpttSettings {
+    /// The values in brackets above, on the default task's network (64 x 64, tanh) with the
+    /// default relaxed sensitivity.
+    fn default() -> Self {
         Self {
             seed: 0,
             sim_steps: 100_000,
             batch: 16,
             lr: 1e-3,
             clip: 1.0,
-            sensitivity: sensitivity_of(task),
-            hidden: task.spec.hidden.clone(),
-            activation: task.spec.activation.parse().unwrap_or_default(),
+            sensitivity: Sensitivity::default(),
+            hidden: vec![64, 64],
+            activation: Activation::Tanh,
             eval_every: 1,
         }
-    }
-}
-
-/// The sensitivity named in the task's spec, with its kappa and delta.
-pub fn sensitivity_of(task: &Task) -> Sensitivity {
-    parse_sensitivity(&task.spec.sensitivity, task.spec.kappa, task.spec.delta).unwrap_or(Sensitivity::Exact)
-}
-
-/// `exact`, `signorini` or `relaxed` with the given relaxation.
-pub fn parse_sensitivity(name: &str, kappa: f64, delta: f64) -> Result<Sensitivity, String> {
-    crate::ocp::cito::parse_sensitivity(name, kappa, delta)
-}
-
-/// Name of a sensitivity for files and tables.
-pub fn sensitivity_name(s: &Sensitivity) -> &'static str {
-    match s {
-        Sensitivity::Exact => "exact",
-        Sensitivity::SignoriniRelaxed { .. } => "signorini",
-        Sensitivity::Relaxed { .. } => "relaxed",
     }
 }
 
@@ -327,14 +335,14 @@ pub fn batch_gradient(
 /// is raised; `on_iter` receives every iteration's record (the app plots them live).
 pub fn train_bptt(
     task: &Task,
-    cfg: &BpttConfig,
+    cfg: &BpttSettings,
     cancel: &AtomicBool,
     mut on_iter: impl FnMut(&IterLog, &Policy),
 ) -> TrainResult {
     let start = Instant::now();
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let mut policy = Policy::new(task, &cfg.hidden, cfg.activation, &mut rng);
-    policy.algorithm = format!("bptt-{}", sensitivity_name(&cfg.sensitivity));
+    policy.algorithm = format!("bptt-{}", cfg.sensitivity.name());
     let mut adam = Adam::new(policy.mlp.n_params(), cfg.lr);
     let eval_eps = task.eval_episodes();
     let per_iter = cfg.batch * task.steps;

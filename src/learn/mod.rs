@@ -1,6 +1,7 @@
 //! Learning from data and through the simulator (DESIGN 6).
 //!
 //! - [`mlp`]: a small MLP (tanh or ELU) with vector-Jacobian products, and Adam(W);
+//! - [`settings`]: the task settings (a scene's `learn` section);
 //! - [`task`]: the quadruped tasks both policy learners share (observation, action, cost,
 //!   resets, pushes);
 //! - [`policy`]: a trained policy with its normalization, JSON files, and how to drive a
@@ -17,9 +18,11 @@ pub mod mlp;
 pub mod policy;
 pub mod ppo;
 pub mod report;
+pub mod settings;
 pub mod task;
 
-pub use bptt::{train_bptt, BpttConfig, IterLog, TrainResult, TrainStatus};
+pub use bptt::{train_bptt, BpttSettings, IterLog, TrainResult, TrainStatus};
 pub use policy::Policy;
-pub use ppo::{train_ppo, PpoConfig};
-pub use task::{Command, Episode, Task, TaskKind};
+pub use ppo::{train_ppo, PpoSettings};
+pub use settings::{CommandSettings, InitSettings, PushSettings, TaskSettings, TaskWeights};
+pub use task::{Command, Episode, Task, TaskError, TaskKind};

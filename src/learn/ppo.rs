@@ -40,7 +40,7 @@ use std::time::Instant;
 
 /// PPO settings (defaults: module docs).
 #[derive(Clone, Debug, Serialize)]
-pub struct PpoConfig {
+pub struct PpoSettings {
     pub seed: u64,
     /// Budget of simulated (training) steps [1 000 000].
     pub sim_steps: usize,
@@ -58,12 +58,49 @@ pub struct PpoConfig {
     pub hidden: Vec<usize>,
     #[serde(skip)]
     pub activation: Activation,
-    /// Evaluate every this many updates [1].
+    /// Evaluate every this many updates \[1\].
     pub eval_every: usize,
 }
 
-impl PpoConfig {
+impl PpoSettings {
+    pub fn validate(&self) -> Result<(), crate::validate::SettingsError> {
+        crate::validate::Checker::new("PpoSettings")
+            .count("sim_steps", self.sim_steps, 1, usize::MAX)
+            .count("steps_per_update", self.steps_per_update, 1, usize::MAX)
+            .count("epochs", self.epochs, 1, 10_000)
+            .count("minibatch", self.minibatch, 1, self.steps_per_update.max(1))
+            .positive("lr", self.lr)
+            .check((0.0..=1.0).contains(&self.gamma), "gamma", || {
+                format!("{} is out of range: allowed [0, 1]", self.gamma)
+            })
+            .check((0.0..=1.0).contains(&self.lambda), "lambda", || {
+                format!("{} is out of range: allowed [0, 1]", self.lambda)
+            })
+            .positive("clip", self.clip)
+            .non_negative("value_coef", self.value_coef)
+            .non_negative("entropy_coef", self.entropy_coef)
+            .positive("max_grad_norm", self.max_grad_norm)
+            .finite("init_log_std", self.init_log_std)
+            .widths("hidden", &self.hidden)
+            .count("eval_every", self.eval_every, 1, usize::MAX)
+            .finish()
+    }
+
+    /// The defaults with the task's network.
     pub fn for_task(task: &Task) -> Self {
+        Self {
+            hidden: task.spec.hidden.clone(),
+            activation: task.spec.activation.parse().unwrap_or_default(),
+            ..Self::default()
+        }
+    }
+}
+
+impl Default for PpoSettings {
+    /// Standard PPO settings (Schulman et al. 2017; the MuJoCo settings of its paper, 4096-step
+    /// updates) except the initial log-std (-1, see the module docs), on the default task's
+    /// network (64 x 64, tanh).
+    fn default() -> Self {
         Self {
             seed: 0,
             sim_steps: 1_000_000,
@@ -78,8 +115,8 @@ impl PpoConfig {
             entropy_coef: 0.0,
             max_grad_norm: 0.5,
             init_log_std: -1.0,
-            hidden: task.spec.hidden.clone(),
-            activation: task.spec.activation.parse().unwrap_or_default(),
+            hidden: vec![64, 64],
+            activation: Activation::Tanh,
             eval_every: 1,
         }
     }
@@ -150,7 +187,7 @@ fn log_prob(a: &[f64], mu: &[f64], log_std: &[f64]) -> f64 {
 /// raised; `on_iter` receives every update's record.
 pub fn train_ppo(
     task: &Task,
-    cfg: &PpoConfig,
+    cfg: &PpoSettings,
     cancel: &AtomicBool,
     mut on_iter: impl FnMut(&IterLog, &Policy),
 ) -> TrainResult {

@@ -9,8 +9,8 @@
 //! each learner into `DIR/<algorithm>/seed<S>/` (a run whose `summary.json` exists is reused),
 //! then writes `DIR/comparison.md`, `DIR/comparison.json` and `DIR/learning.png`.
 
-use super::bptt::{sensitivity_name, train_bptt, BpttConfig, IterLog, TrainResult};
-use super::ppo::{train_ppo, PpoConfig};
+use super::bptt::{train_bptt, BpttSettings, IterLog, TrainResult};
+use super::ppo::{train_ppo, PpoSettings};
 use super::task::Task;
 use crate::diff::Sensitivity;
 use crate::io::write_atomic;
@@ -31,7 +31,7 @@ pub enum Algorithm {
 impl Algorithm {
     pub fn name(&self) -> String {
         match self {
-            Algorithm::Bptt(s) => format!("bptt-{}", sensitivity_name(s)),
+            Algorithm::Bptt(s) => format!("bptt-{}", s.name()),
             Algorithm::Ppo => "ppo".into(),
         }
     }
@@ -41,9 +41,9 @@ impl Algorithm {
         let (k, d) = (task.spec.kappa, task.spec.delta);
         Ok(match name {
             "ppo" => Algorithm::Ppo,
-            "bptt" => Algorithm::Bptt(super::bptt::sensitivity_of(task)),
+            "bptt" => Algorithm::Bptt(task.spec.sensitivity()),
             n => match n.strip_prefix("bptt-") {
-                Some(s) => Algorithm::Bptt(super::bptt::parse_sensitivity(s, k, d).map_err(anyhow::Error::msg)?),
+                Some(s) => Algorithm::Bptt(s.parse::<crate::diff::SensitivityKind>()?.with(k, d)),
                 None => {
                     bail!("unknown algorithm `{name}`: expected bptt, bptt-exact, bptt-signorini, bptt-relaxed or ppo")
                 }
@@ -152,7 +152,7 @@ pub fn run_train(
 fn algo_cli(a: Algorithm) -> String {
     match a {
         Algorithm::Ppo => "ppo".into(),
-        Algorithm::Bptt(s) => format!("bptt --sensitivity {}", sensitivity_name(&s)),
+        Algorithm::Bptt(s) => format!("bptt --sensitivity {}", s.name()),
     }
 }
 
@@ -195,7 +195,7 @@ pub fn learn(
 ) -> Result<(TrainResult, serde_json::Value)> {
     Ok(match algo {
         Algorithm::Bptt(s) => {
-            let mut cfg = BpttConfig::for_task(task);
+            let mut cfg = BpttSettings::for_task(task);
             cfg.seed = seed;
             cfg.sim_steps = steps;
             cfg.sensitivity = s;
@@ -205,7 +205,7 @@ pub fn learn(
             (r, serde_json::to_value(&cfg)?)
         }
         Algorithm::Ppo => {
-            let mut cfg = PpoConfig::for_task(task);
+            let mut cfg = PpoSettings::for_task(task);
             cfg.seed = seed;
             cfg.sim_steps = steps;
             cfg.lr = lr.unwrap_or(cfg.lr);
@@ -430,9 +430,7 @@ pub fn compare(task: &Task, s: &CompareSettings, out: &Path) -> Result<(Vec<Comp
     write_atomic(&out.join("comparison.md"), table.as_bytes())?;
     let json = serde_json::json!({"target_return": target, "rows": rows, "runs": curves.iter().map(|c| &c.summary).collect::<Vec<_>>()});
     write_atomic(&out.join("comparison.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
-    let tmp = out.join(".learning.png.tmp.png");
-    learning_png(&curves, target, &tmp).map_err(|e| anyhow::anyhow!("learning.png: {e}"))?;
-    std::fs::rename(&tmp, out.join("learning.png"))?;
+    crate::io::write_atomic_with(&out.join("learning.png"), |tmp| learning_png(&curves, target, tmp))?;
     Ok((rows, table))
 }
 

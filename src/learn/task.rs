@@ -1,7 +1,8 @@
 //! Learning tasks on the quadruped, shared by both learners (BPTT and PPO): observation, action,
-//! per-step cost, reset distribution and pushes. A task comes from a scene's `learn` section
-//! ([`crate::scene::LearnSpec`]); the scene's `dt` is both the simulation step and the control
-//! period `h`, and its `JointPd` gains turn actions into torques.
+//! per-step cost, reset distribution and pushes. A task is built from a simulation (model,
+//! terrain, step settings, a `JointPd` controller, the shipped pushes as its pulls) and
+//! [`TaskSettings`] (a scene's `learn` section); the simulation's `dt` is both the step and the
+//! control period `h`, and its `JointPd` gains turn actions into torques.
 //!
 //! # Episode
 //! An episode of `T = episode / h` steps starts from a state drawn around the **settled stance**
@@ -55,15 +56,17 @@
 //! [`Task::reference_return`]): a learned policy that reaches it does at least as well as the
 //! scene's PD told the answer of the inverse kinematics.
 
+use super::settings::TaskSettings;
 use crate::contact::Terrain;
 use crate::diff::{transition_jacobians_ext, Sensitivity, TransitionStatus, TransitionWorkspace};
 use crate::dynamics::point_jacobian;
 use crate::dynamics::rnea_derivatives::PointForce;
 use crate::model::configuration::free_flyer_placement;
 use crate::model::{Data, Model};
-use crate::ocp::contact::so3_right_jacobian_inv;
-use crate::scene::{LearnSpec, Scene};
 use crate::sim::{step, Controller, Pull, StepSettings, StepWorkspace};
+use crate::sim::{SettleError, Simulation};
+use crate::spatial::lie::so3_right_jacobian_inv;
+use crate::validate::SettingsError;
 use nalgebra::{DMatrix, DVector, Matrix3, Rotation3, Vector3};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -109,12 +112,23 @@ pub struct Episode {
     pub pushes: Vec<Pull>,
 }
 
-/// A task built from a scene (module docs).
+/// Why a task could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("{0}")]
+    Robot(String),
+    #[error(transparent)]
+    Settle(#[from] SettleError),
+}
+
+/// A learning task (module docs).
 #[derive(Clone, Debug)]
 pub struct Task {
     pub kind: TaskKind,
-    pub spec: LearnSpec,
-    /// Scene name.
+    pub spec: TaskSettings,
+    /// Scene (or task) name.
     pub scene: String,
     pub model: Arc<Model>,
     pub terrain: Terrain,
@@ -140,30 +154,26 @@ pub struct Task {
 }
 
 impl Task {
-    /// The scene's `learn` task; the stance is settled here (`settle` seconds under its PD).
-    pub fn from_scene(scene: &Scene) -> Result<Task, String> {
-        let spec = scene
-            .file
-            .learn
-            .clone()
-            .ok_or_else(|| format!("{}: the scene has no `learn` section", scene.path.display()))?;
-        let Controller::JointPd { kp, kd, posture } = scene.controller.clone() else {
-            return Err(format!("{}: the `learn` task needs a JointPd controller", scene.path.display()));
-        };
-        let kind = match spec.task.as_str() {
-            "stand" => TaskKind::Stand,
-            "walk" => TaskKind::Walk,
-            t => return Err(format!("unknown task `{t}`")),
-        };
-        let model = scene.model.clone();
-        let mut sim = scene.simulation();
-        sim.pulls.clear();
-        let n = (spec.settle / scene.settings.dt).round() as usize;
-        for _ in 0..n {
-            if !sim.step().status.advanced() {
-                return Err(format!("{}: the stance did not settle (a step failed)", scene.path.display()));
-            }
+    /// The task of `spec` on `sim`'s robot, terrain and step settings: the stance is settled
+    /// here (`settle` seconds under `sim`'s `JointPd` controller, without its pulls, which are
+    /// kept as the task's shipped pushes). `name` labels reports and policy files.
+    pub fn new(name: &str, sim: &Simulation, spec: TaskSettings) -> Result<Task, TaskError> {
+        spec.validate()?;
+        let model = sim.model.clone();
+        if !model.has_free_flyer() || model.nu == 0 {
+            return Err(TaskError::Robot(format!("`{}` is not a floating-base robot with actuators", model.name)));
         }
+        let Controller::JointPd { kp, kd, posture } = sim.controller.clone() else {
+            return Err(TaskError::Robot(
+                "the task needs a JointPd controller (its gains turn joint targets into torques)".into(),
+            ));
+        };
+        let kind = if spec.task == "walk" { TaskKind::Walk } else { TaskKind::Stand };
+        let steps = spec.steps(sim.settings.dt)?;
+        let pulls = sim.pulls.clone();
+        let mut sim = sim.clone();
+        sim.pulls.clear();
+        sim.settle(spec.settle)?;
         let m0 = free_flyer_placement(&sim.q.as_slice()[..7]);
         let (act_q, act_v): (Vec<usize>, Vec<usize>) = model
             .actuated_dofs
@@ -175,18 +185,18 @@ impl Task {
             .unzip();
         Ok(Task {
             kind,
-            steps: (spec.episode / scene.settings.dt).round() as usize,
+            steps,
             spec,
-            scene: scene.file.name.clone(),
-            terrain: scene.terrain.clone(),
-            settings: scene.settings,
+            scene: name.to_string(),
+            terrain: sim.terrain.clone(),
+            settings: sim.settings,
             kp,
             kd,
             posture,
             q_stand: sim.q.clone(),
             base_height: m0.trans.z,
             base_rotation: m0.rot,
-            pulls: scene.pulls.clone(),
+            pulls,
             trunk: 0,
             act_q,
             act_v,
@@ -597,12 +607,8 @@ impl Env {
             }
             Some(req) => {
                 let finite = |a: &DMatrix<f64>, b: &DMatrix<f64>| a.iter().chain(b.iter()).all(|v| v.is_finite());
-                let mut chain = vec![req.sensitivity];
-                chain.push(match req.sensitivity {
-                    Sensitivity::Exact => Sensitivity::Relaxed { kappa: 1e-4, delta: 1e-3 },
-                    _ => Sensitivity::Exact,
-                });
-                chain.push(Sensitivity::Relaxed { kappa: 1e-2, delta: 1e-2 });
+                let [first, second] = req.sensitivity.fallbacks();
+                let chain = [req.sensitivity, first, second];
                 let mut ok = false;
                 for (i, s) in chain.into_iter().enumerate() {
                     let info = transition_jacobians_ext(

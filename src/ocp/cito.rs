@@ -32,11 +32,11 @@ use super::contact::{ContactAction, FootClearance, PoseCost};
 use super::ddp::{Ddp, Info, IterationInfo, Settings, ShootingProblem};
 use super::ActionModel;
 use crate::contact::Terrain;
-use crate::diff::Sensitivity;
+use crate::diff::{Sensitivity, SensitivityKind};
 use crate::model::configuration::free_flyer_placement;
 use crate::model::Model;
-use crate::scene::{CitoSpec, CitoWeights, Scene};
 use crate::sim::{step, Simulation, StepSettings, StepWorkspace};
+use crate::validate::{Checker, SettingsError};
 use nalgebra::{DVector, Matrix3, Rotation3, Vector3};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
@@ -52,23 +52,183 @@ pub const SWING_KNOTS: usize = 3;
 /// Horizontal displacement of a swung foot that counts as repositioned (m).
 pub const REPOSITION_DISTANCE: f64 = 0.03;
 
-/// Parses `exact`, `signorini` or `relaxed` with the relaxation parameters.
-pub fn parse_sensitivity(name: &str, kappa: f64, delta: f64) -> Result<Sensitivity, String> {
-    match name.trim() {
-        "exact" => Ok(Sensitivity::Exact),
-        "signorini" => Ok(Sensitivity::SignoriniRelaxed { kappa }),
-        "relaxed" => Ok(Sensitivity::Relaxed { kappa, delta }),
-        other => Err(format!("unknown sensitivity `{other}`: expected exact, signorini or relaxed")),
+pub(crate) fn default_settle() -> f64 {
+    1.0
+}
+pub(crate) fn default_ocp_horizon() -> f64 {
+    0.3
+}
+pub(crate) fn default_knot_dt() -> f64 {
+    0.01
+}
+fn default_cito_iterations() -> usize {
+    50
+}
+pub(crate) fn zero3() -> [f64; 3] {
+    [0.0; 3]
+}
+
+/// Cost weights of a base-pose task (`ocp::ContactAction`'s cost; defaults in brackets).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CitoWeights {
+    /// Base position per world axis [(100, 100, 400)] and orientation per log-map axis
+    /// [(50, 50, 20)].
+    #[serde(deserialize_with = "crate::validate::non_negative3")]
+    pub position: [f64; 3],
+    #[serde(deserialize_with = "crate::validate::non_negative3")]
+    pub orientation: [f64; 3],
+    /// Joint posture toward the start [0.02], joint velocity [0.1], base velocity \[1\],
+    /// effort [1e-3].
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub posture: f64,
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub joint_velocity: f64,
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub base_velocity: f64,
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub control: f64,
+    /// Terminal knot: state cost times this \[200\].
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub terminal: f64,
+    /// Foot clearance weight [0: off] and fade height (m) [0.02] (`ocp::FootClearance`).
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub foot_clearance: f64,
+    #[serde(deserialize_with = "crate::validate::positive")]
+    pub clearance_scale: f64,
+}
+
+impl Default for CitoWeights {
+    fn default() -> Self {
+        Self {
+            position: [100.0, 100.0, 400.0],
+            orientation: [50.0, 50.0, 20.0],
+            posture: 0.02,
+            joint_velocity: 0.1,
+            base_velocity: 1.0,
+            control: 1e-3,
+            terminal: 200.0,
+            foot_clearance: 0.0,
+            clearance_scale: 0.02,
+        }
     }
 }
 
-/// The report name of a sensitivity (`exact`, `signorini`, `relaxed`).
-pub fn sensitivity_name(s: &Sensitivity) -> &'static str {
-    match s {
-        Sensitivity::Exact => "exact",
-        Sensitivity::SignoriniRelaxed { .. } => "signorini",
-        Sensitivity::Relaxed { .. } => "relaxed",
+/// A contact-implicit trajectory optimization task (DESIGN 5): reach a base pose from a settled
+/// stance with no contact schedule. A scene's `cito` section is this struct, field for field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CitoSettings {
+    /// Target base position relative to the settled start, world frame (m).
+    #[serde(default = "zero3", deserialize_with = "crate::validate::finite3")]
+    pub target_offset: [f64; 3],
+    /// Target rotation relative to the start, roll, pitch, yaw about the world axes (rad):
+    /// `R* = Rz Ry Rx R_start`.
+    #[serde(default = "zero3", deserialize_with = "crate::validate::finite3")]
+    pub target_rpy: [f64; 3],
+    /// Simulated time under the scene's controller before the plan starts (s) \[1\].
+    #[serde(default = "default_settle", deserialize_with = "crate::validate::non_negative")]
+    pub settle: f64,
+    /// Plan length (s) [0.3] and knot step (s) [0.01].
+    #[serde(default = "default_ocp_horizon", deserialize_with = "crate::validate::positive")]
+    pub horizon: f64,
+    #[serde(default = "default_knot_dt", deserialize_with = "crate::validate::time_step")]
+    pub knot_dt: f64,
+    #[serde(default)]
+    pub weights: CitoWeights,
+    /// DDP iteration limit \[50\].
+    #[serde(default = "default_cito_iterations")]
+    pub iterations: usize,
+    /// `exact`, `signorini` or `relaxed` \[relaxed\]; the command line overrides it.
+    #[serde(default)]
+    pub sensitivity: SensitivityKind,
+    /// Relaxation (N s m/s) [1e-4] and normal shift (m/s) [1e-3] of the relaxed sensitivities.
+    #[serde(default = "crate::diff::sensitivity::default_kappa", deserialize_with = "crate::validate::positive")]
+    pub kappa: f64,
+    #[serde(default = "crate::diff::sensitivity::default_delta", deserialize_with = "crate::validate::non_negative")]
+    pub delta: f64,
+}
+
+/// The defaults (those of an empty `cito: ()` in a scene file).
+impl Default for CitoSettings {
+    fn default() -> Self {
+        Self {
+            target_offset: zero3(),
+            target_rpy: zero3(),
+            settle: default_settle(),
+            horizon: default_ocp_horizon(),
+            knot_dt: default_knot_dt(),
+            weights: CitoWeights::default(),
+            iterations: default_cito_iterations(),
+            sensitivity: SensitivityKind::default(),
+            kappa: crate::diff::DEFAULT_KAPPA,
+            delta: crate::diff::DEFAULT_DELTA,
+        }
     }
+}
+
+impl CitoWeights {
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        Checker::new("CitoWeights")
+            .all_non_negative("position", &self.position)
+            .all_non_negative("orientation", &self.orientation)
+            .non_negative("posture", self.posture)
+            .non_negative("joint_velocity", self.joint_velocity)
+            .non_negative("base_velocity", self.base_velocity)
+            .non_negative("control", self.control)
+            .non_negative("terminal", self.terminal)
+            .non_negative("foot_clearance", self.foot_clearance)
+            .positive("clearance_scale", self.clearance_scale)
+            .finish()
+    }
+}
+
+/// Knots of a horizon: `horizon / knot_dt`, rounded, in [1, 1000].
+pub(crate) fn check_horizon(c: &mut Checker, horizon: f64, knot_dt: f64) {
+    c.positive("horizon", horizon).time_step("knot_dt", knot_dt);
+    let knots = (horizon / knot_dt).round();
+    c.check((1.0..=1000.0).contains(&knots), "horizon", || {
+        format!("{horizon} s at knot_dt {knot_dt} s gives {knots} knots: allowed [1, 1000]")
+    });
+}
+
+impl CitoSettings {
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let mut c = Checker::new("CitoSettings");
+        c.all_finite("target_offset", &self.target_offset)
+            .all_finite("target_rpy", &self.target_rpy)
+            .non_negative("settle", self.settle)
+            .count("iterations", self.iterations, 1, 100_000)
+            .positive("kappa", self.kappa)
+            .non_negative("delta", self.delta);
+        check_horizon(&mut c, self.horizon, self.knot_dt);
+        c.finish()?;
+        self.weights.validate().map_err(|e| e.within("CitoSettings", "weights"))
+    }
+
+    /// The sensitivity the settings name, with their `kappa` and `delta`.
+    pub fn sensitivity(&self) -> Sensitivity {
+        self.sensitivity.with(self.kappa, self.delta)
+    }
+
+    /// Sets the sensitivity (family and parameters).
+    pub fn set_sensitivity(&mut self, s: Sensitivity) {
+        s.store(&mut self.sensitivity, &mut self.kappa, &mut self.delta);
+    }
+
+    /// Running knots of the plan.
+    pub fn knots(&self) -> usize {
+        (self.horizon / self.knot_dt).round().max(1.0) as usize
+    }
+}
+
+/// Why a CITO problem could not be built.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CitoError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("CITO needs a floating base; `{0}` has none")]
+    NoFloatingBase(String),
 }
 
 /// Everything a CITO solve needs, owned (it can be moved to a worker thread).
@@ -112,18 +272,6 @@ pub fn pose_cost(q_start: &DVector<f64>, position: Vector3<f64>, rotation: Matri
     }
 }
 
-/// The scene's simulation advanced `settle` seconds under its own controller (pulls removed):
-/// a settled stance (the torques that hold it: [`hold_torque`]).
-pub fn settled_start(scene: &Scene, settle: f64) -> Simulation {
-    let mut sim = scene.simulation();
-    sim.pulls.clear();
-    let steps = (settle / sim.settings.dt).round() as usize;
-    for _ in 0..steps {
-        sim.step();
-    }
-    sim
-}
-
 /// The torque the simulation's controller applies at its current state (plus its control
 /// offset): the guess that holds the present stance.
 pub fn hold_torque(sim: &Simulation) -> DVector<f64> {
@@ -139,44 +287,23 @@ pub fn hold_torque(sim: &Simulation) -> DVector<f64> {
 }
 
 impl CitoProblem {
-    /// The problem of the scene's `cito` section from its settled stance, with `sensitivity`
-    /// and `iterations` overriding the section's defaults.
-    pub fn from_scene(
-        scene: &Scene,
-        sensitivity: Option<Sensitivity>,
-        iterations: Option<usize>,
-    ) -> Result<CitoProblem, String> {
-        let Some(mut spec) = scene.file.cito.clone() else {
-            return Err(format!("{}: the scene has no `cito` section", scene.path.display()));
-        };
-        if let Some(n) = iterations {
-            spec.iterations = n;
-        }
-        let sim = settled_start(scene, spec.settle);
-        CitoProblem::from_state(&sim, &spec, sensitivity)
-    }
-
-    /// The problem of `spec` starting from the simulation's present state (its `settle` is not
-    /// used): target relative to the present base pose, posture toward the present joints,
-    /// guess = the torque its controller applies now ([`hold_torque`]).
-    pub fn from_state(
-        sim: &Simulation,
-        spec: &CitoSpec,
-        sensitivity: Option<Sensitivity>,
-    ) -> Result<CitoProblem, String> {
+    /// The problem of `settings` starting from the simulation's present state (its `settle` is
+    /// not used: settle first with [`Simulation::settle`]): target relative to the present base
+    /// pose, posture toward the present joints, guess = the torque its controller applies now
+    /// ([`hold_torque`]).
+    pub fn from_state(sim: &Simulation, settings: &CitoSettings) -> Result<CitoProblem, CitoError> {
+        settings.validate()?;
+        let spec = settings;
         let m = &*sim.model;
         if m.nq < 7 || m.nv < 6 {
-            return Err(format!("CITO needs a floating base; `{}` has none", m.name));
+            return Err(CitoError::NoFloatingBase(m.name.clone()));
         }
         let base = free_flyer_placement(&sim.q.as_slice()[..7]);
         let position = base.trans + Vector3::from(spec.target_offset);
         let r = Rotation3::from_euler_angles(spec.target_rpy[0], spec.target_rpy[1], spec.target_rpy[2]);
         let rotation = r.matrix() * base.rot;
         let cost = pose_cost(&sim.q, position, rotation, &spec.weights);
-        let sensitivity = match sensitivity {
-            Some(s) => s,
-            None => parse_sensitivity(&spec.sensitivity, spec.kappa, spec.delta)?,
-        };
+        let sensitivity = spec.sensitivity();
         let mut x0 = DVector::zeros(m.nq + m.nv);
         x0.rows_mut(0, m.nq).copy_from(&sim.q);
         x0.rows_mut(m.nq, m.nv).copy_from(&sim.v);
@@ -190,7 +317,7 @@ impl CitoProblem {
             u_guess: hold_torque(sim),
             cost,
             terminal_weight: spec.weights.terminal,
-            knots: (spec.horizon / spec.knot_dt).round().max(1.0) as usize,
+            knots: spec.knots(),
             sensitivity,
             ddp: Settings { max_iterations: spec.iterations, ..Default::default() },
             clearance: clearance(&spec.weights),
@@ -337,7 +464,7 @@ pub fn evaluate(p: &CitoProblem, xs: &[DVector<f64>], us: &[DVector<f64>], info:
     let names: Vec<String> = feet.iter().map(|&k| m.contact_points[k].name.clone()).collect();
     let feet_repositioned = repositioned(&knots).into_iter().map(|f| names[f].clone()).collect();
     CitoReport {
-        sensitivity: sensitivity_name(&p.sensitivity).into(),
+        sensitivity: p.sensitivity.name().into(),
         info,
         solve_time,
         pose_error_m,

@@ -212,13 +212,7 @@ impl ContactAction {
 
 use std::ops::AddAssign;
 
-/// `J_r^-1(phi)` of SO(3): `I + [phi]x / 2 + (1/theta^2 - (1 + cos theta) / (2 theta sin theta)) [phi]x^2`.
-pub fn so3_right_jacobian_inv(phi: &Vector3<f64>) -> Matrix3<f64> {
-    let t = phi.norm();
-    let k = phi.cross_matrix();
-    let c = if t < 1e-4 { 1.0 / 12.0 + t * t / 720.0 } else { 1.0 / (t * t) - (1.0 + t.cos()) / (2.0 * t * t.sin()) };
-    Matrix3::identity() + 0.5 * k + c * k * k
-}
+pub use crate::spatial::lie::so3_right_jacobian_inv;
 
 impl ActionModel for ContactAction {
     fn nx(&self) -> usize {
@@ -345,12 +339,8 @@ impl ActionModel for ContactAction {
             // system at a vanishing slip, a relaxed Newton solve that broke down): fall back
             // to the other family, then to a strongly relaxed one, for this knot rather than
             // stopping the solver.
-            let other = match self.sensitivity {
-                Sensitivity::Exact => Sensitivity::Relaxed { kappa: 1e-4, delta: 1e-3 },
-                _ => Sensitivity::Exact,
-            };
             d.ok = false;
-            for fallback in [other, Sensitivity::Relaxed { kappa: 1e-2, delta: 1e-2 }] {
+            for fallback in self.sensitivity.fallbacks() {
                 let retry = transition_jacobians(
                     m,
                     &self.terrain,

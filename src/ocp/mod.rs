@@ -12,4 +12,5 @@ pub mod contact;
 
 pub use contact::{ContactAction, FootClearance, PoseCost};
 pub mod cito;
+pub mod cito_plot;
 pub mod mpc;

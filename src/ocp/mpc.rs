@@ -18,16 +18,113 @@
 //! simulator step from at most `recovery_time` after the last pull ends to the end of the run
 //! (which must last that long).
 
-use super::cito::{hold_torque, pose_cost, settled_start, CitoProblem};
+use super::cito::{
+    check_horizon, default_knot_dt, default_ocp_horizon, default_settle, hold_torque, pose_cost, CitoProblem,
+    CitoWeights,
+};
 use super::ddp::{Ddp, Settings, Status};
-use crate::diff::Sensitivity;
+use crate::diff::{Sensitivity, SensitivityKind};
 use crate::model::configuration::free_flyer_placement;
-use crate::scene::{MpcSpec, Scene};
-use crate::sim::{Controller, Simulation};
+use crate::sim::{Controller, Pull, Simulation};
+use crate::validate::{Checker, SettingsError};
 use nalgebra::{DVector, Matrix3, Vector3};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+
+fn default_mpc_duration() -> f64 {
+    4.0
+}
+fn default_mpc_iterations() -> usize {
+    1
+}
+fn default_recovery_tolerance() -> f64 {
+    0.02
+}
+fn default_recovery_time() -> f64 {
+    2.0
+}
+
+/// Closed-loop MPC: hold (or move to) a base pose against disturbances, replanning every knot.
+/// A scene's `mpc` section is this struct, field for field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MpcSettings {
+    /// Simulated time under the scene's controller before MPC takes over (s) \[1\]; the pulls'
+    /// `start` counts from the moment MPC takes over.
+    #[serde(default = "default_settle", deserialize_with = "crate::validate::non_negative")]
+    pub settle: f64,
+    /// Receding horizon (s) [0.3] and knot step (s) [0.01]; the control period is one knot.
+    #[serde(default = "default_ocp_horizon", deserialize_with = "crate::validate::positive")]
+    pub horizon: f64,
+    #[serde(default = "default_knot_dt", deserialize_with = "crate::validate::time_step")]
+    pub knot_dt: f64,
+    /// DDP iterations per control period \[1\].
+    #[serde(default = "default_mpc_iterations")]
+    pub iterations: usize,
+    /// Closed-loop duration (s) \[4\].
+    #[serde(default = "default_mpc_duration", deserialize_with = "crate::validate::positive")]
+    pub duration: f64,
+    #[serde(default)]
+    pub weights: CitoWeights,
+    #[serde(default)]
+    pub sensitivity: SensitivityKind,
+    #[serde(default = "crate::diff::sensitivity::default_kappa", deserialize_with = "crate::validate::positive")]
+    pub kappa: f64,
+    #[serde(default = "crate::diff::sensitivity::default_delta", deserialize_with = "crate::validate::non_negative")]
+    pub delta: f64,
+    /// Recovered: the base is within this distance of its target (m) [0.02] ...
+    #[serde(default = "default_recovery_tolerance", deserialize_with = "crate::validate::positive")]
+    pub recovery_tolerance: f64,
+    /// ... from at most this long after the last pull ends until the end of the run (s) \[2\].
+    #[serde(default = "default_recovery_time", deserialize_with = "crate::validate::positive")]
+    pub recovery_time: f64,
+}
+
+/// The defaults (those of an empty `mpc: ()` in a scene file).
+impl Default for MpcSettings {
+    fn default() -> Self {
+        Self {
+            settle: default_settle(),
+            horizon: default_ocp_horizon(),
+            knot_dt: default_knot_dt(),
+            iterations: default_mpc_iterations(),
+            duration: default_mpc_duration(),
+            weights: CitoWeights::default(),
+            sensitivity: SensitivityKind::default(),
+            kappa: crate::diff::DEFAULT_KAPPA,
+            delta: crate::diff::DEFAULT_DELTA,
+            recovery_tolerance: default_recovery_tolerance(),
+            recovery_time: default_recovery_time(),
+        }
+    }
+}
+
+impl MpcSettings {
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let mut c = Checker::new("MpcSettings");
+        c.non_negative("settle", self.settle)
+            .count("iterations", self.iterations, 1, 10_000)
+            .positive("duration", self.duration)
+            .positive("kappa", self.kappa)
+            .non_negative("delta", self.delta)
+            .positive("recovery_tolerance", self.recovery_tolerance)
+            .positive("recovery_time", self.recovery_time);
+        check_horizon(&mut c, self.horizon, self.knot_dt);
+        c.finish()?;
+        self.weights.validate().map_err(|e| e.within("MpcSettings", "weights"))
+    }
+
+    /// The sensitivity the settings name, with their `kappa` and `delta`.
+    pub fn sensitivity(&self) -> Sensitivity {
+        self.sensitivity.with(self.kappa, self.delta)
+    }
+
+    /// Sets the sensitivity (family and parameters).
+    pub fn set_sensitivity(&mut self, s: Sensitivity) {
+        s.store(&mut self.sensitivity, &mut self.kappa, &mut self.delta);
+    }
+}
 
 /// One replan.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -162,7 +259,7 @@ impl Mpc {
 /// [`MpcDriver::before_step`] before every `sim.step()`; it replans every `knot_dt` and writes
 /// the feedback torque into `sim.u_offset` at every step.
 pub struct MpcDriver {
-    pub spec: MpcSpec,
+    pub spec: MpcSettings,
     pub sensitivity: Sensitivity,
     mpc: Option<Mpc>,
     /// Simulator steps per control period, and steps since the last replan.
@@ -179,10 +276,11 @@ pub struct MpcDriver {
 }
 
 impl MpcDriver {
-    pub fn new(spec: MpcSpec, sensitivity: Sensitivity) -> Self {
+    /// A driver with `settings` (checked at [`MpcDriver::engage`]).
+    pub fn new(settings: MpcSettings) -> Self {
         Self {
-            spec,
-            sensitivity,
+            sensitivity: settings.sensitivity(),
+            spec: settings,
             mpc: None,
             substeps: 1,
             phase: 0,
@@ -198,6 +296,7 @@ impl MpcDriver {
     /// present base pose (or the target set so far), warms it up and switches the simulation's
     /// controller off (the torques come from the plan).
     pub fn engage(&mut self, sim: &mut Simulation) -> Result<(), String> {
+        self.spec.validate().map_err(|e| e.to_string())?;
         let m = &*sim.model;
         if m.nq < 7 || m.nv < 6 || m.nu == 0 {
             return Err(format!("MPC needs an actuated floating-base robot; `{}` is not one", m.name));
@@ -341,12 +440,12 @@ pub struct MpcSummary {
     pub cancelled: bool,
 }
 
-/// The MPC's horizon problem for the scene's `mpc` section from the simulation's state
-/// (target: the current base pose).
+/// The MPC's horizon problem of `spec` from the simulation's state (target: the current base
+/// pose).
 pub fn horizon_problem(
     sim: &Simulation,
     u_hold: &DVector<f64>,
-    spec: &MpcSpec,
+    spec: &MpcSettings,
     sensitivity: Sensitivity,
 ) -> CitoProblem {
     let m = &*sim.model;
@@ -371,39 +470,33 @@ pub fn horizon_problem(
     }
 }
 
-/// Runs the scene's `mpc` section in closed loop (module docs). `overrides`: duration (s),
-/// iterations per cycle, sensitivity. `observe` sees every replan.
+/// Runs MPC with `settings` in closed loop on `sim` (module docs): MPC takes over at the
+/// simulation's present state (settle it first) and runs `settings.duration`; `pulls` are timed
+/// from that moment and are unknown to MPC. `name` labels the summary; `observe` sees every
+/// replan.
 pub fn run_closed_loop(
-    scene: &Scene,
-    duration: Option<f64>,
-    iterations: Option<usize>,
-    sensitivity: Option<Sensitivity>,
+    name: &str,
+    mut sim: Simulation,
+    pulls: &[Pull],
+    settings: &MpcSettings,
     cancel: Option<&AtomicBool>,
     observe: &mut dyn FnMut(&CycleInfo),
 ) -> Result<MpcReport, String> {
-    let Some(mut spec) = scene.file.mpc.clone() else {
-        return Err(format!("{}: the scene has no `mpc` section", scene.path.display()));
-    };
-    if let Some(n) = iterations {
-        spec.iterations = n.max(1);
-    }
-    let duration = duration.unwrap_or(spec.duration);
-    let sensitivity = match sensitivity {
-        Some(s) => s,
-        None => super::cito::parse_sensitivity(&spec.sensitivity, spec.kappa, spec.delta)?,
-    };
-    let mut sim = settled_start(scene, spec.settle);
+    settings.validate().map_err(|e| e.to_string())?;
+    let spec = settings;
+    let duration = spec.duration;
+    let sensitivity = spec.sensitivity();
     let substeps = (spec.knot_dt / sim.settings.dt).round().max(1.0) as usize;
     if ((substeps as f64) * sim.settings.dt - spec.knot_dt).abs() > 1e-9 {
         return Err(format!("mpc.knot_dt {} is not a multiple of the scene's dt {}", spec.knot_dt, sim.settings.dt));
     }
-    let mut driver = MpcDriver::new(spec.clone(), sensitivity);
+    let mut driver = MpcDriver::new(spec.clone());
     driver.engage(&mut sim)?;
     let target = driver.target().expect("engaged").0;
     // MPC takes over: pulls timed from now.
     let t0 = sim.t;
-    sim.pulls = scene.pulls.iter().map(|p| crate::sim::Pull { start: p.start + t0, ..*p }).collect();
-    let pull_end = scene.pulls.iter().map(|p| p.start + p.duration).fold(0.0, f64::max);
+    sim.pulls = pulls.iter().map(|p| Pull { start: p.start + t0, ..*p }).collect();
+    let pull_end = pulls.iter().map(|p| p.start + p.duration).fold(0.0, f64::max);
     let feet: Vec<usize> =
         (0..sim.model.contact_points.len()).filter(|&i| sim.model.contact_points[i].name.ends_with("foot")).collect();
     let (mut cycles, mut trace) = (Vec::new(), Vec::new());
@@ -438,8 +531,8 @@ pub fn run_closed_loop(
     let recovery = (last_bad - pull_end).max(0.0);
     let recovered = !cancelled && simulated + 1e-9 >= pull_end + spec.recovery_time && recovery <= spec.recovery_time;
     let summary = MpcSummary {
-        scene: scene.file.name.clone(),
-        sensitivity: super::cito::sensitivity_name(&sensitivity).into(),
+        scene: name.to_string(),
+        sensitivity: sensitivity.name().into(),
         recovered,
         recovery_time_s: recovered.then_some(recovery),
         max_base_error_m: trace.iter().map(|t| t.2).fold(0.0, f64::max),

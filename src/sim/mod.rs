@@ -10,5 +10,5 @@ pub mod step;
 
 pub use controller::Controller;
 pub use pulls::Pull;
-pub use simulation::Simulation;
+pub use simulation::{SettleError, Simulation};
 pub use step::{step, StepInfo, StepSettings, StepStatus, StepWorkspace};

@@ -1,12 +1,21 @@
 //! A simulation: model, terrain, settings, controller and pulls around one state.
 
-use super::step::{step, StepInfo, StepSettings, StepWorkspace};
+use super::step::{step, StepInfo, StepSettings, StepStatus, StepWorkspace};
 use super::{Controller, Pull};
 use crate::contact::Terrain;
 use crate::dynamics::forward_kinematics;
 use crate::model::Model;
 use nalgebra::DVector;
 use std::sync::Arc;
+
+/// Why [`Simulation::settle`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+pub enum SettleError {
+    #[error("cannot settle for {0} s: needs a finite, non-negative time")]
+    BadDuration(f64),
+    #[error("the stance did not settle: step {step} (t = {t:.4} s) failed with {status:?}")]
+    StepFailed { step: usize, t: f64, status: StepStatus },
+}
 
 #[derive(Clone)]
 pub struct Simulation {
@@ -94,5 +103,22 @@ impl Simulation {
             self.t += self.settings.dt;
         }
         info
+    }
+
+    /// Advances `seconds` (rounded to whole steps) under the simulation's own controller and
+    /// pulls, stopping at the first step that cannot advance. Callers that want a settled
+    /// stance clear the pulls first.
+    pub fn settle(&mut self, seconds: f64) -> Result<(), SettleError> {
+        if !(seconds.is_finite() && seconds >= 0.0) {
+            return Err(SettleError::BadDuration(seconds));
+        }
+        let steps = (seconds / self.settings.dt).round() as usize;
+        for k in 0..steps {
+            let info = self.step();
+            if !info.status.advanced() {
+                return Err(SettleError::StepFailed { step: k, t: self.t, status: info.status });
+            }
+        }
+        Ok(())
     }
 }

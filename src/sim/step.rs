@@ -28,13 +28,13 @@ use thiserror::Error;
 #[serde(deny_unknown_fields)]
 pub struct StepSettings {
     /// Time step `h` (s). Default 0.002.
-    #[serde(deserialize_with = "crate::scene::check::time_step")]
+    #[serde(deserialize_with = "crate::validate::time_step")]
     pub dt: f64,
     /// Contact solver settings.
     #[serde(default)]
     pub solver: solver::Settings,
     /// Contact candidates with a gap below this enter the contact problem (m). Default 0.05.
-    #[serde(default = "default_margin", deserialize_with = "crate::scene::check::non_negative")]
+    #[serde(default = "default_margin", deserialize_with = "crate::validate::non_negative")]
     pub contact_margin: f64,
 }
 

@@ -85,6 +85,14 @@ pub fn jl6(xi: &Vector6<f64>) -> nalgebra::Matrix6<f64> {
     out
 }
 
+/// `J_r^-1(phi)` of SO(3): `I + [phi]x / 2 + (1/theta^2 - (1 + cos theta) / (2 theta sin theta)) [phi]x^2`.
+pub fn so3_right_jacobian_inv(phi: &Vector3<f64>) -> Matrix3<f64> {
+    let t = phi.norm();
+    let k = phi.cross_matrix();
+    let c = if t < 1e-4 { 1.0 / 12.0 + t * t / 720.0 } else { 1.0 / (t * t) - (1.0 + t.cos()) / (2.0 * t * t.sin()) };
+    Matrix3::identity() + 0.5 * k + c * k * k
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

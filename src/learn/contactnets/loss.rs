@@ -62,6 +62,7 @@
 //! value.
 
 use super::data::{Body, Transition};
+use crate::validate::{Checker, SettingsError};
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{DefaultSettings, DefaultSolver, IPSolver, SolverStatus, SupportedConeT};
 use nalgebra::{DMatrix, Matrix3, Vector2, Vector3, Vector6};
@@ -110,34 +111,21 @@ impl Default for LossSettings {
 }
 
 impl LossSettings {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SettingsError> {
         let w = &self.weights;
-        for (name, x) in [
-            ("weights.comp_n", w.comp_n),
-            ("weights.comp_t", w.comp_t),
-            ("weights.matching", w.matching),
-            ("weights.dissipation", w.dissipation),
-        ] {
-            if !(x.is_finite() && x >= 0.0) {
-                return Err(format!("{name}: must be finite and >= 0, got {x}"));
-            }
-        }
-        if !(w.slack.is_finite() && w.slack > 0.0) {
-            return Err(format!("weights.slack: must be finite and > 0, got {}", w.slack));
-        }
-        if !(self.margin.is_finite() && self.margin > 0.0) {
-            return Err(format!("margin: must be finite and > 0, got {}", self.margin));
-        }
-        if !(self.eps.is_finite() && self.eps > 0.0) {
-            return Err(format!("eps: must be finite and > 0, got {}", self.eps));
-        }
-        if !(self.tolerance.is_finite() && self.tolerance > 0.0 && self.tolerance < 1e-3) {
-            return Err(format!("tolerance: must be in (0, 1e-3), got {}", self.tolerance));
-        }
-        if self.max_iterations == 0 {
-            return Err("max_iterations: must be > 0".into());
-        }
-        Ok(())
+        Checker::new("LossSettings")
+            .non_negative("weights.comp_n", w.comp_n)
+            .non_negative("weights.comp_t", w.comp_t)
+            .non_negative("weights.matching", w.matching)
+            .non_negative("weights.dissipation", w.dissipation)
+            .positive("weights.slack", w.slack)
+            .positive("margin", self.margin)
+            .positive("eps", self.eps)
+            .check(self.tolerance > 0.0 && self.tolerance < 1e-3, "tolerance", || {
+                format!("{} is out of range: allowed (0, 1e-3)", self.tolerance)
+            })
+            .count("max_iterations", self.max_iterations as usize, 1, 100_000)
+            .finish()
     }
 }
 

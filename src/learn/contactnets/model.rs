@@ -12,7 +12,7 @@
 //!   `nu' - nu - dt g` from `(p_z, R, v_world, w_body)` with normalized inputs and outputs;
 //!   it rolls out by feeding its own predictions and integrating the pose.
 //!
-//! Rollouts of poly and deep run the repo's hard-contact step ([`crate::sim::step`]) on a free
+//! Rollouts of poly and deep run the repo's hard-contact step ([`crate::sim::step()`]) on a free
 //! rigid body with the learned vertices as contact points (radius 0), the learned `mu` as ground
 //! friction, gravity `-g e_z` and the data's `dt`, all in scaled units.
 

@@ -14,6 +14,7 @@ use super::data::{split, Body, Dataset, Split, SplitSettings, Transition};
 use super::loss::{transition_loss, InnerStatus, LossSettings};
 use super::mlp::{Adam, Mlp, MlpCache};
 use super::model::{E2eNet, LearnedModel, Method, E2E_INPUTS};
+use crate::validate::{Checker, SettingsError};
 use nalgebra::Vector3;
 use rand::rngs::ChaCha8Rng;
 use rand::seq::SliceRandom;
@@ -86,37 +87,43 @@ impl Default for TrainSettings {
 }
 
 impl TrainSettings {
-    pub fn validate(&self) -> Result<(), String> {
-        if self.steps == 0 || self.batch == 0 || self.eval_every == 0 || self.threads == 0 {
-            return Err("steps, batch, eval_every and threads must be > 0".into());
-        }
-        for (name, x) in [("lr", self.lr), ("lr_e2e", self.lr_e2e)] {
-            if !(x.is_finite() && x > 0.0) {
-                return Err(format!("{name}: must be finite and > 0, got {x}"));
-            }
-        }
-        for (name, x) in [
-            ("weight_decay", self.weight_decay),
-            ("init_noise", self.init_noise),
-            ("correction_scale", self.correction_scale),
-        ] {
-            if !(x.is_finite() && x >= 0.0) {
-                return Err(format!("{name}: must be finite and >= 0, got {x}"));
-            }
-        }
-        if !(self.plateau_decay > 0.0 && self.plateau_decay <= 1.0) {
-            return Err(format!("plateau_decay: must be in (0, 1], got {}", self.plateau_decay));
-        }
-        if !(self.init_mu.is_finite() && self.init_mu > 0.0) {
-            return Err(format!("init_mu: must be finite and > 0, got {}", self.init_mu));
-        }
-        self.loss.validate().map_err(|e| format!("loss.{e}"))
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        Checker::new("TrainSettings")
+            .count("steps", self.steps, 1, usize::MAX)
+            .count("batch", self.batch, 1, 1 << 20)
+            .count("eval_every", self.eval_every, 1, usize::MAX)
+            .count("threads", self.threads, 1, 1024)
+            .positive("lr", self.lr)
+            .positive("lr_e2e", self.lr_e2e)
+            .non_negative("weight_decay", self.weight_decay)
+            .non_negative("init_noise", self.init_noise)
+            .non_negative("correction_scale", self.correction_scale)
+            .check(self.plateau_decay > 0.0 && self.plateau_decay <= 1.0, "plateau_decay", || {
+                format!("{} is out of range: allowed (0, 1]", self.plateau_decay)
+            })
+            .positive("init_mu", self.init_mu)
+            .finish()?;
+        self.loss.validate().map_err(|e| e.within("TrainSettings", "loss"))
     }
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TrainStatus {
+    /// The step budget was used up.
+    #[default]
+    Finished,
+    /// The validation loss stopped improving for `patience` evaluations.
+    EarlyStopped,
+    /// Stopped through [`TrainMonitor::cancel`]; the model is the best one so far.
+    Cancelled,
 }
 
 /// What happened in a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrainReport {
+    #[serde(default)]
+    pub status: TrainStatus,
     pub steps: usize,
     pub best_step: usize,
     pub best_valid: f64,
@@ -345,14 +352,11 @@ fn fit_normalization(m: &mut LearnedModel, train: &[Transition]) {
 /// Watching changes nothing in the run.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TrainMonitor<'a> {
-    /// Checked before every step; when set, the run returns [`CANCELLED`].
+    /// Checked before every step; when set, the run stops with [`TrainStatus::Cancelled`].
     pub cancel: Option<&'a AtomicBool>,
     /// The number of finished steps.
     pub steps: Option<&'a AtomicUsize>,
 }
-
-/// The error of a run stopped through [`TrainMonitor::cancel`].
-pub const CANCELLED: &str = "training cancelled";
 
 /// A run on the first tosses of a dataset's split ([`train_on_split`]).
 pub struct SplitRun {
@@ -414,7 +418,7 @@ pub fn train_monitored(
     settings: &TrainSettings,
     monitor: TrainMonitor,
 ) -> Result<(LearnedModel, TrainReport), String> {
-    settings.validate()?;
+    settings.validate().map_err(|e| e.to_string())?;
     if train.is_empty() {
         return Err("no training transitions".into());
     }
@@ -443,7 +447,8 @@ pub fn train_monitored(
     let mu_index = if m.method == Method::E2e { None } else { Some(3 * m.vertices.len()) };
     for step in 1..=settings.steps {
         if monitor.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-            return Err(CANCELLED.into());
+            report.status = TrainStatus::Cancelled;
+            break;
         }
         let mut batch = Vec::with_capacity(settings.batch);
         while batch.len() < settings.batch.min(train.len()) {
@@ -483,6 +488,7 @@ pub fn train_monitored(
             } else {
                 since_best += 1;
                 if since_best >= settings.patience {
+                    report.status = TrainStatus::EarlyStopped;
                     break;
                 }
                 adam.lr *= settings.plateau_decay;

@@ -7,45 +7,41 @@
 //! normal impulse, in contact), `summary.png` and `summary.json`. `--sensitivity all` also
 //! writes `DIR/comparison.md` and `DIR/comparison.json`.
 
-use crate::io::write_atomic;
-use crate::ocp::cito::{self, CitoProblem, CitoReport, CitoSummary};
-use crate::scene::Scene;
-use crate::sim::record::state_names;
 use anyhow::{Context, Result};
+use contactlab::diff::{Sensitivity, SensitivityKind};
+use contactlab::io::{write_atomic, write_atomic_with};
+use contactlab::ocp::cito::{self, CitoProblem, CitoReport, CitoSettings, CitoSummary};
+use contactlab::ocp::mpc::{run_closed_loop, MpcReport, MpcSettings};
+use contactlab::scene::Scene;
+use contactlab::sim::record::state_names;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// The sensitivities of a `--sensitivity` value (`all` or one name) with the scene's kappa
-/// and delta (or the overrides).
-pub fn sensitivities(
+/// The settings of each sensitivity of a `--sensitivity` value (`all`, or a comma-separated
+/// list) with the scene's `cito` section, its kappa and delta (or the overrides) and iteration
+/// limit (or the override).
+pub fn cito_settings(
     scene: &Scene,
     which: &str,
     kappa: Option<f64>,
     delta: Option<f64>,
-) -> Result<Vec<crate::diff::Sensitivity>> {
-    let spec = scene
-        .file
-        .cito
-        .as_ref()
-        .with_context(|| format!("{}: the scene has no `cito` section", scene.path.display()))?;
-    let (k, d) = (kappa.unwrap_or(spec.kappa), delta.unwrap_or(spec.delta));
-    if !(k.is_finite() && k > 0.0 && d.is_finite() && d >= 0.0) {
-        anyhow::bail!("--kappa {k} --delta {d}: need kappa > 0 and delta >= 0");
-    }
-    let names: Vec<&str> = if which == "all" { vec!["exact", "signorini", "relaxed"] } else { vec![which] };
-    names.into_iter().map(|n| cito::parse_sensitivity(n, k, d).map_err(anyhow::Error::msg)).collect()
+    iterations: Option<usize>,
+) -> Result<Vec<CitoSettings>> {
+    let mut base = scene.cito_settings()?;
+    base.kappa = kappa.unwrap_or(base.kappa);
+    base.delta = delta.unwrap_or(base.delta);
+    base.iterations = iterations.unwrap_or(base.iterations);
+    base.validate()?;
+    let kinds = SensitivityKind::parse_list(which)?;
+    Ok(kinds.into_iter().map(|k| CitoSettings { sensitivity: k, ..base.clone() }).collect())
 }
 
-/// Solves the scene's CITO task with `sensitivity`, writes its files into `dir` and returns
+/// Solves the scene's CITO task with `settings`, writes its files into `dir` and returns
 /// the report. Progress goes to stderr.
-pub fn run_cito(
-    scene: &Scene,
-    sensitivity: crate::diff::Sensitivity,
-    iterations: Option<usize>,
-    dir: &Path,
-) -> Result<CitoReport> {
-    let problem = CitoProblem::from_scene(scene, Some(sensitivity), iterations).map_err(anyhow::Error::msg)?;
-    let name = cito::sensitivity_name(&sensitivity);
+pub fn run_cito(scene: &Scene, settings: &CitoSettings, dir: &Path) -> Result<CitoReport> {
+    let problem = scene.cito_problem(settings)?;
+    let sensitivity: Sensitivity = problem.sensitivity;
+    let name = sensitivity.name();
     eprintln!("{}: {} knots of {} s, sensitivity {name}", scene.file.name, problem.knots, problem.settings.dt);
     let report = cito::solve(&problem, None, &mut |h| {
         eprintln!(
@@ -107,8 +103,7 @@ fn write_cito_files(scene: &Scene, p: &CitoProblem, r: &CitoReport, dir: &Path) 
     let start = &p.x0;
     let target =
         [p.cost.base_position[0] - start[0], p.cost.base_position[1] - start[1], p.cost.base_position[2] - start[2]];
-    let png = dir.join("summary.png");
-    crate::plot::cito_png(r, &target, &png).map_err(|e| anyhow::anyhow!("{}: {e}", png.display()))?;
+    write_atomic_with(&dir.join("summary.png"), |png| contactlab::ocp::cito_plot::cito_png(r, &target, png))?;
     let json = serde_json::to_string_pretty(&r.summary(&scene.file.name))?;
     write_atomic(&dir.join("summary.json"), json.as_bytes())?;
     Ok(())
@@ -154,15 +149,10 @@ pub fn write_comparison(scene: &Scene, rows: &[CitoSummary], dir: &Path) -> Resu
 /// Runs the scene's MPC in closed loop and writes `summary.json`, `cycles.csv` (per replan:
 /// time, status, iterations, cost, solve time, base error) and `trace.csv` (per simulator step:
 /// time, base position, base error) into `dir`.
-pub fn run_mpc(
-    scene: &Scene,
-    duration: Option<f64>,
-    iterations: Option<usize>,
-    sensitivity: Option<crate::diff::Sensitivity>,
-    dir: Option<&Path>,
-) -> Result<crate::ocp::mpc::MpcReport> {
+pub fn run_mpc(scene: &Scene, settings: &MpcSettings, dir: Option<&Path>) -> Result<MpcReport> {
     let mut last_print = -1.0;
-    let r = crate::ocp::mpc::run_closed_loop(scene, duration, iterations, sensitivity, None, &mut |c| {
+    let sim = scene.settled(settings.settle)?;
+    let r = run_closed_loop(&scene.file.name, sim, &scene.pulls, settings, None, &mut |c| {
         if c.t - last_print >= 0.25 - 1e-9 {
             last_print = c.t;
             eprintln!(
@@ -191,4 +181,81 @@ pub fn run_mpc(
         write_atomic(&dir.join("summary.json"), serde_json::to_string_pretty(&r.summary)?.as_bytes())?;
     }
     Ok(r)
+}
+
+/// `contactlab cito`.
+pub fn cito(
+    scene: &Path,
+    sensitivity: Option<String>,
+    iterations: Option<usize>,
+    kappa: Option<f64>,
+    delta: Option<f64>,
+    out: &Path,
+) -> Result<()> {
+    let sc = Scene::load(scene)?;
+    let which = match sensitivity {
+        Some(s) => s,
+        None => sc.cito_settings()?.sensitivity.name().to_string(),
+    };
+    let list = cito_settings(&sc, &which, kappa, delta, iterations)?;
+    let mut rows = Vec::new();
+    for s in &list {
+        let dir = if list.len() > 1 { out.join(s.sensitivity.name()) } else { out.to_path_buf() };
+        let r = run_cito(&sc, s, &dir)?;
+        rows.push(r.summary(&sc.file.name));
+    }
+    print!("{}", comparison_table(&rows));
+    if list.len() > 1 {
+        write_comparison(&sc, &rows, out)?;
+        println!("wrote {}/comparison.md, comparison.json and one directory per sensitivity", out.display());
+    } else {
+        println!("wrote {}/trajectory.csv, iterations.csv, schedule.csv, summary.png, summary.json", out.display());
+    }
+    Ok(())
+}
+
+/// `contactlab mpc`.
+pub fn mpc(
+    scene: &Path,
+    duration: Option<f64>,
+    iterations: Option<usize>,
+    sensitivity: Option<String>,
+    out: Option<&Path>,
+) -> Result<()> {
+    let sc = Scene::load(scene)?;
+    let mut settings = sc.mpc_settings()?;
+    if let Some(d) = duration {
+        if !(d.is_finite() && d > 0.0) {
+            anyhow::bail!("--duration must be a positive number of seconds, got {d}");
+        }
+        settings.duration = d;
+    }
+    if let Some(n) = iterations {
+        settings.iterations = n.max(1);
+    }
+    if let Some(s) = sensitivity {
+        settings.sensitivity = s.parse()?;
+    }
+    let r = run_mpc(&sc, &settings, out)?;
+    let s = &r.summary;
+    println!(
+        "{}: {} cycles of {} knots, {} iteration(s) each, sensitivity {}",
+        s.scene, s.cycles, s.horizon_knots, s.iterations_per_cycle, s.sensitivity
+    );
+    println!(
+        "base error: max {:.1} mm, final {:.1} mm; recovered: {}{}; a foot lifted: {}",
+        1e3 * s.max_base_error_m,
+        1e3 * s.final_base_error_m,
+        s.recovered,
+        s.recovery_time_s.map(|t| format!(" ({t:.2} s after the pull)")).unwrap_or_default(),
+        s.stepped
+    );
+    println!(
+        "solve: median {:.2} ms, p95 {:.2} ms, max {:.2} ms; {:.2}x real time",
+        s.solve_ms_median, s.solve_ms_p95, s.solve_ms_max, s.realtime_factor
+    );
+    if let Some(o) = out {
+        println!("wrote {}/summary.json, cycles.csv, trace.csv", o.display());
+    }
+    Ok(())
 }

@@ -1,0 +1,152 @@
+//! Forward contact solver: exact Coulomb friction (second-order cone) by a primal-dual
+//! interior-point method on the cone complementarity problem.
+//!
+//! # Problem
+//! For `k` contacts the step gives the Delassus matrix `G` (`3k x 3k`, symmetric positive
+//! *semi*-definite), the free-contact term `b` (`3k`) and friction coefficients `mu` (`k`).
+//! Per contact `i` the unknown impulse is `lambda_i = (l_n, l_t1, l_t2)` and the contact velocity
+//! after the step is `w = G lambda + b`, `w_i = (w_n, w_t)`. The contact law is Signorini plus
+//! Coulomb with maximal dissipation:
+//!
+//! ```text
+//! 0 <= l_n  _|_  w_n >= 0
+//! ||l_t|| <= mu l_n,   sliding: l_t = -mu l_n w_t / ||w_t||,   sticking: w_t = 0
+//! ```
+//!
+//! (De Saxce & Feng: `lambda_i in K_mu`, `(w_n + mu ||w_t||, w_t) in K_mu^*`, complementary.)
+//! The cone is the exact second-order cone, never a pyramid.
+//!
+//! # Formulation (Dojo's "nonlinear friction cone", Howell et al. 2022)
+//! Per contact the unknowns are `gamma = l_n`, a normal-velocity slack `s`, `l_t` (2) and a scalar
+//! `psi` (the dual of the friction cone). With `beta = (mu gamma, l_t)` and `eta = (psi, w_t)`,
+//! both in the 3-D second-order cone `Q = {(x0, x1): x0 >= ||x1||}`, the relaxed system is
+//!
+//! ```text
+//! s - w_n(lambda) = 0
+//! gamma s         = kappa
+//! beta o eta      = kappa e,     x o y = (x^T y, x0 y1 + y0 x1),  e = (1, 0, 0)
+//! ```
+//!
+//! At `kappa = 0` this is exact Coulomb: `beta o eta = 0` with both in `Q` means either `w_t = 0`
+//! (sticking, `psi = 0` when `beta` is interior) or `beta` and `eta` on opposite rays of the
+//! cone boundary, `psi = ||w_t||` and `l_t = -mu gamma w_t / ||w_t||` (sliding).
+//!
+//! **Newton step (Nesterov-Todd scaled).** The slack and normal pairs are linearized as they
+//! stand: `ds = dw_n - (s - w_n)` and `s d gamma + gamma ds = kappa - gamma s`. The cone pair is
+//! linearized in the Nesterov-Todd scaling of `(beta, eta)`, as primal-dual conic solvers do
+//! (ECOS, Domahidi et al. 2013; CVXOPT, Vandenberghe 2010): with `W` the symmetric matrix for
+//! which `W eta = W^-1 beta = lambda` (the scaling point), the step solves
+//!
+//! ```text
+//! lambda o (W^-1 d beta + W d eta) = kappa e - lambda o lambda
+//! i.e.  W^-1 d beta + W d eta = r_hat = -lambda + kappa lambda^-1
+//! ```
+//!
+//! with `Arw(lambda)^-1` applied in closed form (`Arw(x) = [[x0, x1^T], [x1, x0 I]]` is the arrow
+//! matrix, `x o y = Arw(x) y`). For this scaling `lambda o lambda = kappa e` exactly when
+//! `beta o eta = kappa e`, so the scaling changes the search direction, not the central path or
+//! the answer. It symmetrizes only the cone pair's linearization: the friction law is not
+//! associated, so the whole system is still not the KKT system of a conic program.
+//!
+//! The step is reduced to `3k x 3k` in `d lambda`: `ds` is eliminated with the slack equation,
+//! and `d eta = W^-1 r_hat - W^-2 d beta` with `d beta = diag(mu, 1, 1) d lambda_i` gives
+//! `dpsi` (row 0) and ties `dw_t` (rows 1-2) to `d lambda_i`. The reduced matrix is
+//! `G~ + blkdiag(Lambda_i) + rho I`, with `Lambda_i` row 0 = `(s/gamma, 0, 0)` and rows 1-2 the
+//! last two rows of `W_i^-2 diag(mu_i, 1, 1)`. It is not symmetric (row 0 comes from the normal
+//! pair, and the `mu` column scaling), so it is factorized by the dense LU of
+//! [`crate::linalg`] with partial pivoting and absolute pivots (rows of separated contacts carry
+//! `s/gamma` up to ~1e20) into preallocated buffers. `rho` (the `regularization` setting,
+//! relative to the largest diagonal entry of `G`) keeps the matrix invertible when `G` is rank
+//! deficient and contacts are sticking (then `Lambda_i -> 0`). The scaling and the
+//! regularization only change the search direction; every residual is evaluated exactly, on the
+//! unscaled `beta o eta`.
+//!
+//! **Centering.** Mehrotra predictor-corrector: an affine step (`kappa = 0`) predicts how far the
+//! complementarity can drop; the corrector targets `kappa = max(sigma mu_c, kappa_target)` with
+//! `sigma = (mu_aff / mu_c)^3`, `mu_c = sum_i (gamma_i s_i + beta_i^T eta_i) / (2k)`, and the
+//! second-order terms `d gamma_aff d s_aff` and, in the scaled variables,
+//! `(W^-1 d beta_aff) o (W d eta_aff)`. Both solves reuse one LU (and one scaling).
+//! The step length is `min(1, tau alpha_max)` with `tau` the fraction-to-boundary (0.99) and
+//! `alpha_max` the largest step keeping `gamma, s > 0` and `beta, eta` in the cone, so every
+//! iterate satisfies `gamma > 0`, `s > 0`, `mu gamma > ||l_t||`, `psi > ||w_t||` strictly.
+//! Because rounding (a cancelling cone determinant, `w` recomputed from `lambda`) could still
+//! leave the interior, each new iterate is checked exactly as the next iteration evaluates it and
+//! the step is halved until it passes. **Fast finish:** with `tau` fixed the last steps converge
+//! only by a factor `1 - tau` each, so when the mean complementarity is below `1e-3` a step with
+//! `tau = 1 - 1e-9` is tried first and kept only if it cuts the residual by `1e-3` (or lands below
+//! `0.1 tolerance`); a warm-started standing solve then takes 2 iterations instead of 3.
+//!
+//! **Fixed kappa.** [`ContactSolver::solve_central_path`] solves the same system at a fixed
+//! `kappa > 0` by the same scaled Newton steps aimed at that `kappa` (no predictor, no
+//! corrector), for relaxed sensitivities. [`ContactSolver::newton_matrix`] gives the reduced
+//! Jacobian of the relaxed residual at the answer, unscaled and without `rho` (rows 1-2 of
+//! `Lambda_i` are those of `Arw(beta)^-1 Arw(eta) diag(mu, 1, 1)`), which is what the
+//! implicit-function derivative needs.
+//!
+//! # Scaling and the residual
+//! Everything is solved in normalized units so that tolerances are dimensionless and the iterates
+//! do not depend on the units of the problem:
+//!
+//! ```text
+//! V = max_i max(-b_n,i, ||b_t,i||)        (approach velocity; ||b||_inf if that is 0, 1 if b = 0)
+//! g = max_j G_jj                          (1 if G has a zero diagonal)
+//! L = V / g                               (impulse that stops V through the stiffest direction)
+//! lambda~ = lambda / L,  w~ = w / V,  b~ = b / V,  G~ = G / g
+//! ```
+//!
+//! `V` ignores large positive `b_n` on purpose: a foot far above the ground (`b_n = +500`) must not
+//! loosen the tolerance of the feet that carry the robot. The reported residual is
+//!
+//! ```text
+//! residual        = max(max_i |s~_i - w~_n,i|, complementarity)
+//! complementarity = max_i max(gamma~_i s~_i, |beta~_i^T eta~_i|, ||mu gamma~_i w~_t,i + psi~_i l~_t,i||_inf)
+//! ```
+//!
+//! i.e. the infinity norm of the `kappa = 0` residual in normalized units (for
+//! [`ContactSolver::solve_central_path`] the complementarity terms are measured against `kappa`).
+//! The solve is `Converged` when `residual <= tolerance` (default `1e-8`). The tangential part of
+//! the Jordan product is included because `beta^T eta` alone only bounds the misalignment of
+//! `l_t` and `-w_t` by its square root.
+//!
+//! # Warm start
+//! A previous `lambda` is moved strictly inside the cone: `l_n` is raised so that
+//! `l_n s >= mu0` and `||l_t||` is capped at `(1 - sqrt(mu0)) mu l_n`, then `s` and `psi` are set so
+//! that every complementarity pair is about `mu0 = warm_start_mu` (normalized). A cold start is the
+//! same construction from `lambda = 0` with `mu0 = 1`. If a warm-started solve does not converge
+//! it is restarted cold (the iterations add up and `warm_started` is reported `false`).
+//!
+//! # Realized modes
+//! [`classify`]: `Separated` if `l_n <= separated_impulse` (absolute, N s), else `Sticking` if
+//! `||w_t|| <= sticking_velocity` (absolute, m/s), else `Sliding`. [`classify_all`] uses the
+//! larger of the absolute threshold and `separated_impulse_rel` times the largest `l_n`.
+//!
+//! # References
+//! - T. Howell, S. Le Cleac'h, J. Bruedigam, Z. Kolter, M. Schwager, Z. Manchester,
+//!   "Dojo: A Differentiable Physics Engine for Robotics" (2022).
+//! - M. Anitescu, "Optimization-based simulation of nonsmooth rigid multibody dynamics",
+//!   Math. Program. 105 (2006).
+//! - G. De Saxce, Z.-Q. Feng, "The bipotential method: a constructive approach to design the
+//!   complete contact law with friction and improved numerical algorithms", Math. Comput.
+//!   Model. 28 (1998).
+//! - S. Mehrotra, "On the implementation of a primal-dual interior point method", SIAM J. Optim.
+//!   2 (1992).
+//! - Y. Nesterov, M. Todd, "Primal-dual interior-point methods for self-scaled cones", SIAM J.
+//!   Optim. 8 (1998).
+//! - A. Domahidi, E. Chu, S. Boyd, "ECOS: An SOCP solver for embedded systems", European Control
+//!   Conference (2013).
+//! - L. Vandenberghe, "The CVXOPT linear and quadratic cone program solvers" (2010).
+//!
+//! # Layout
+//! [`Settings`], [`Status`] and [`Info`] in `settings.rs`; [`ContactMode`] and the classifiers in
+//! `modes.rs`; the iteration ([`ContactSolver`]) in `interior_point.rs`; the second-order-cone
+//! algebra (Jordan product, arrow matrices, Nesterov-Todd scaling, step to the boundary) in
+//! `cone.rs`; the dense LU in [`crate::linalg`].
+
+mod cone;
+mod interior_point;
+mod modes;
+mod settings;
+
+pub use interior_point::ContactSolver;
+pub use modes::{classify, classify_all, ContactMode};
+pub use settings::{Info, Settings, SettingsError, Status};
