@@ -9,6 +9,16 @@
 use serde::de::Error;
 use serde::{Deserialize, Deserializer};
 
+/// Time steps (simulation `dt`, knot steps) allowed: `[1e-6, 0.1]` s. Below a microsecond a
+/// step is not physics but a typo (`2e-12` asks for about 1e12 steps a simulated second), and
+/// every count derived from it (steps of a run, knots) must stay allocatable.
+pub const TIME_STEP_RANGE: &str = "[1e-6, 0.1] s";
+
+/// Whether `x` is an allowed time step ([`TIME_STEP_RANGE`]); false for NaN.
+pub fn time_step_ok(x: f64) -> bool {
+    (1e-6..=0.1).contains(&x)
+}
+
 /// A setting out of its allowed range: which settings struct, which field, and why.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{settings}.{field}: {message}")]
@@ -69,7 +79,7 @@ impl Checker {
     }
 
     pub fn time_step(&mut self, field: &str, x: f64) -> &mut Self {
-        self.check(x.is_finite() && x > 0.0 && x <= 0.1, field, || format!("{x} is out of range: allowed (0, 0.1] s"))
+        self.check(time_step_ok(x), field, || format!("{x} is out of range: allowed {TIME_STEP_RANGE}"))
     }
 
     pub fn all_finite(&mut self, field: &str, x: &[f64]) -> &mut Self {
@@ -134,7 +144,7 @@ pub fn friction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 }
 
 pub fn time_step<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    check(d, |x| x.is_finite() && x > 0.0 && x <= 0.1, "(0, 0.1] s")
+    check(d, time_step_ok, TIME_STEP_RANGE)
 }
 
 pub fn slope<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {

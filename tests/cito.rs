@@ -128,7 +128,7 @@ fn a_bad_cito_section_is_a_located_error() {
     assert!(e.starts_with("scenes/bad.ron:") && e.contains("cito.sensitivity") && e.contains("exactly"), "{e}");
     let bad = text.replace("knot_dt: 0.01", "knot_dt: 0.5");
     let e = Scene::from_str(&bad, Path::new("scenes/bad.ron")).unwrap_err().to_string();
-    assert!(e.contains("knot_dt") && e.contains("(0, 0.1]"), "{e}");
+    assert!(e.contains("knot_dt") && e.contains("[1e-6, 0.1]"), "{e}");
     let bad = text.replace("horizon: 0.3", "horizon: 0.001");
     let e = Scene::from_str(&bad, Path::new("scenes/bad.ron")).unwrap_err().to_string();
     assert!(e.contains("cito.horizon") && e.contains("knots"), "{e}");

@@ -52,7 +52,7 @@ fn simulate_of_a_bad_scene_fails_clearly_and_writes_nothing() {
     let o = contactlab().arg("simulate").arg(&scene).arg("--out").arg(&out).output().unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.ron:1:") && err.contains("dt") && err.contains("(0, 0.1]"), "{err}");
+    assert!(err.contains("bad.ron:1:") && err.contains("dt") && err.contains("[1e-6, 0.1]"), "{err}");
     assert!(!out.exists());
 }
 

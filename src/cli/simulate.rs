@@ -30,8 +30,10 @@ pub fn simulate(path: PathBuf, duration: Option<f64>, out: Option<PathBuf>) -> R
     } else {
         ProgressBar::hidden()
     };
-    let mut iterations = Vec::with_capacity(steps as usize);
-    let (mut max_pen, mut not_converged, mut failure) = (0.0f64, 0usize, None);
+    // Newton iterations per step as a histogram (bounded by the solver's limit), so memory does
+    // not grow with the run's length.
+    let mut iterations = vec![0u64; sim.settings.solver.max_iterations + 1];
+    let (mut max_pen, mut not_converged, mut failure, mut done) = (0.0f64, 0usize, None, 0u64);
     let start = Instant::now();
     for n in 0..steps {
         let info = sim.step();
@@ -42,7 +44,9 @@ pub fn simulate(path: PathBuf, duration: Option<f64>, out: Option<PathBuf>) -> R
         if info.status == StepStatus::SolverNotConverged {
             not_converged += 1;
         }
-        iterations.push(info.solver.iterations);
+        let bin = info.solver.iterations.min(iterations.len() - 1);
+        iterations[bin] += 1;
+        done += 1;
         max_pen = max_pen.max(info.penetration);
         if let Some(r) = rec.as_mut() {
             r.record(&sim, &info)?;
@@ -56,12 +60,21 @@ pub fn simulate(path: PathBuf, duration: Option<f64>, out: Option<PathBuf>) -> R
     if let Some(r) = rec {
         r.finish()?;
     }
-    iterations.sort_unstable();
-    let median = iterations.get(iterations.len() / 2).copied().unwrap_or(0);
+    let median = {
+        let (mut seen, mut m) = (0u64, 0);
+        for (k, &n) in iterations.iter().enumerate() {
+            seen += n;
+            if 2 * seen > done {
+                m = k;
+                break;
+            }
+        }
+        m
+    };
     println!(
         "{}: {} steps of {} s ({:.3} s simulated) in {:.3} s wall ({:.1}x real time)",
         scene.file.name,
-        iterations.len(),
+        done,
         scene.settings.dt,
         sim.t,
         wall,

@@ -50,7 +50,7 @@ impl Default for StepSettings {
 
 #[derive(Debug, Error, PartialEq)]
 pub enum StepSettingsError {
-    #[error("dt: must be finite and in (0, 0.1] s, got {0}")]
+    #[error("dt: {0} is out of range: allowed [1e-6, 0.1] s")]
     Dt(f64),
     #[error("contact_margin: must be finite and >= 0 m, got {0}")]
     Margin(f64),
@@ -60,7 +60,7 @@ pub enum StepSettingsError {
 
 impl StepSettings {
     pub fn validate(&self) -> Result<(), StepSettingsError> {
-        if !(self.dt.is_finite() && self.dt > 0.0 && self.dt <= 0.1) {
+        if !crate::validate::time_step_ok(self.dt) {
             return Err(StepSettingsError::Dt(self.dt));
         }
         if !(self.contact_margin.is_finite() && self.contact_margin >= 0.0) {

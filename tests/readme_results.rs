@@ -1,0 +1,130 @@
+//! The README's result tables agree with the committed result files they were copied from
+//! (`docs/results/`), formatted as the commands print them. A number edited in one place and
+//! not the other fails here.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(root().join("README.md")).unwrap()
+}
+
+fn json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap_or_else(|| panic!("{key} in {v}"))
+}
+
+/// The README row of a CITO comparison, as `contactlab cito --sensitivity all` writes it in
+/// `comparison.md`, with the task name in front.
+fn cito_row(task: &str, r: &Value) -> String {
+    let feet: Vec<&str> = r["feet_repositioned"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+    let feet = if feet.is_empty() { "none".to_string() } else { feet.join(", ") };
+    format!(
+        "| {task} | {} | {} | {:.5} | {} | {:.2} | {:.1}, {:.2} | {:.1e} | {:.1e} | {} |",
+        r["sensitivity"].as_str().unwrap(),
+        r["status"].as_str().unwrap(),
+        f(r, "final_cost"),
+        r["iterations"].as_u64().unwrap(),
+        f(r, "solve_time_s"),
+        1e3 * f(r, "pose_error_m"),
+        f(r, "pose_error_deg"),
+        f(r, "max_penetration_m"),
+        f(r, "max_cone_violation"),
+        feet
+    )
+}
+
+#[test]
+fn the_cito_table_is_the_committed_comparisons() {
+    let readme = readme();
+    let mut rows = 0;
+    for task in ["raise", "lower", "shift", "roll", "pitch", "yaw", "far"] {
+        let file = root().join(format!("docs/results/cito/{task}/comparison.json"));
+        let results = json(&file);
+        let results = results.as_array().unwrap_or_else(|| panic!("{}: not a list", file.display()));
+        assert_eq!(results.len(), 3, "{}: one row per sensitivity", file.display());
+        for r in results {
+            let row = cito_row(task, r);
+            assert!(readme.lines().any(|l| l.trim() == row), "README lacks the row of {}:\n{row}", file.display());
+            rows += 1;
+        }
+        // And no other row of this task.
+        let prefix = format!("| {task} | ");
+        let in_readme = readme.lines().filter(|l| l.starts_with(&prefix)).count();
+        assert_eq!(in_readme, 3, "README rows for {task}");
+    }
+    assert_eq!(rows, 21);
+}
+
+/// The check above is not vacuous: a changed digit is caught.
+#[test]
+fn a_changed_number_is_caught() {
+    let file = root().join("docs/results/cito/raise/comparison.json");
+    let mut r = json(&file)[0].clone();
+    let row = cito_row("raise", &r);
+    assert!(readme().lines().any(|l| l.trim() == row));
+    r["final_cost"] = Value::from(f(&r, "final_cost") + 1e-4);
+    assert!(!readme().lines().any(|l| l.trim() == cito_row("raise", &r)));
+}
+
+/// The gradient-quality table: each sweep's three rows, in the order exact, signorini, relaxed,
+/// are the committed `summary.json`'s scores, and the bold mean row is their mean.
+#[test]
+fn the_sweep_table_is_the_committed_summaries() {
+    let readme = readme();
+    let mut means = [0.0; 3];
+    let names = ["foot_touchdown", "box_push", "liftoff"];
+    for (name, label) in
+        names.iter().zip(["quadruped drop through touchdown", "box pushed", "front-left foot lift-off"])
+    {
+        let file = root().join(format!("docs/results/sweeps/{name}/summary.json"));
+        let s = json(&file);
+        let first = readme
+            .lines()
+            .position(|l| l.starts_with(&format!("| {label}")))
+            .unwrap_or_else(|| panic!("README has no sweep row `{label}`"));
+        let rows: Vec<&str> = readme.lines().skip(first).take(3).collect();
+        for (i, (row, sens)) in rows.iter().zip(["exact", "signorini", "relaxed"]).enumerate() {
+            let v = &s["sensitivities"][sens];
+            let cells = format!(
+                "| {sens} | {:.4} | {:.3} | {:.3} |",
+                f(v, "cosine"),
+                f(v, "rel_error"),
+                f(v, "sign_agreement")
+            );
+            assert!(row.ends_with(&cells), "{}: README row\n{row}\nshould end with\n{cells}", file.display());
+            means[i] += f(v, "cosine") / names.len() as f64;
+        }
+    }
+    let mean_row = format!("**{:.4} / {:.4} / {:.4}**", means[0], means[1], means[2]);
+    assert!(readme.contains(&mean_row), "README's mean row should read {mean_row}");
+}
+
+/// The MPC table's first row is the committed closed-loop run.
+#[test]
+fn the_mpc_row_is_the_committed_run() {
+    let s = json(&root().join("docs/results/mpc/mpc_pull/summary.json"));
+    let row = format!(
+        "| `docs/results/mpc/mpc_pull/summary.json` (load average 4.1, another build running) | {:.1} mm | {:.1} mm | {} | {:.1} / {:.1} / {:.1} ms | {:.2}x |",
+        1e3 * f(&s, "max_base_error_m"),
+        1e3 * f(&s, "final_base_error_m"),
+        if s["recovered"].as_bool().unwrap() {
+            format!("yes, {:.2} s after the pull", f(&s, "recovery_time_s"))
+        } else {
+            "no".into()
+        },
+        f(&s, "solve_ms_median"),
+        f(&s, "solve_ms_p95"),
+        f(&s, "solve_ms_max"),
+        f(&s, "realtime_factor")
+    );
+    assert!(readme().lines().any(|l| l == row), "README lacks\n{row}");
+}
