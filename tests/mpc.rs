@@ -78,3 +78,23 @@ fn settings_defaults_match_empty_sections() {
     assert_eq!(ron::from_str::<CitoSettings>("()").unwrap(), CitoSettings::default());
     assert_eq!(ron::from_str::<MpcSettings>("()").unwrap(), MpcSettings::default());
 }
+
+/// MPC refuses what it cannot drive with a typed error, before touching the simulation.
+#[test]
+fn mpc_errors_are_typed() {
+    use contactlab::ocp::mpc::{MpcDriver, MpcError, MpcSettings};
+    let scene = Scene::load(std::path::Path::new("scenes/mpc_pull.ron")).unwrap();
+    let mut sim = scene.simulation();
+    let controller = sim.controller.clone();
+    // scenes/mpc_pull.ron steps at 2 ms: a 3 ms knot is not a whole number of steps.
+    let mut d = MpcDriver::new(MpcSettings { knot_dt: 0.003, ..scene.mpc_settings().unwrap() });
+    assert_eq!(d.engage(&mut sim), Err(MpcError::KnotStep { knot_dt: 0.003, dt: 0.002 }));
+    let mut d = MpcDriver::new(MpcSettings { iterations: 0, ..scene.mpc_settings().unwrap() });
+    assert!(matches!(d.engage(&mut sim), Err(MpcError::Settings(e)) if e.field == "iterations"));
+    let mut d = MpcDriver::new(scene.mpc_settings().unwrap());
+    assert_eq!(d.before_step(&mut sim, None), Err(MpcError::NotEngaged));
+    assert_eq!(sim.controller, controller, "a refused engage leaves the controller");
+    let cube = Scene::load(std::path::Path::new("scenes/box_toss.ron")).unwrap();
+    let mut d = MpcDriver::new(MpcSettings::default());
+    assert!(matches!(d.engage(&mut cube.simulation()), Err(MpcError::Robot(_))));
+}

@@ -163,8 +163,7 @@ pub fn run_mpc(scene: &Scene, settings: &MpcSettings, dir: Option<&Path>) -> Res
                 c.status
             );
         }
-    })
-    .map_err(anyhow::Error::msg)?;
+    })?;
     if let Some(dir) = dir {
         std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
         let mut cy = String::from("t,status,iterations,cost,solve_ms,base_error_m\n");

@@ -25,7 +25,7 @@ use super::cito::{
 use super::ddp::{Ddp, Settings, Status};
 use crate::diff::{Sensitivity, SensitivityKind};
 use crate::model::configuration::free_flyer_placement;
-use crate::sim::{Controller, Pull, Simulation};
+use crate::sim::{Controller, Pull, Simulation, StepStatus};
 use crate::validate::{Checker, SettingsError};
 use nalgebra::{DVector, Matrix3, Vector3};
 use serde::{Deserialize, Serialize};
@@ -124,6 +124,34 @@ impl MpcSettings {
     pub fn set_sensitivity(&mut self, s: Sensitivity) {
         s.store(&mut self.sensitivity, &mut self.kappa, &mut self.delta);
     }
+}
+
+/// Why MPC could not take over or go on.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum MpcError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("MPC needs an actuated floating-base robot; `{0}` is not one")]
+    Robot(String),
+    #[error("the knot step {knot_dt} s is not a multiple of the simulation's time step {dt} s")]
+    KnotStep { knot_dt: f64, dt: f64 },
+    #[error("MPC has not been engaged")]
+    NotEngaged,
+    /// A replan's rollout or derivatives went non-finite: there is no plan to follow.
+    #[error("the replan at t = {t:.3} s produced a non-finite plan")]
+    NonFinitePlan { t: f64 },
+    /// The simulator could not advance (closed loop only).
+    #[error("the simulator step at t = {t:.3} s failed: {status:?}")]
+    StepFailed { t: f64, status: StepStatus },
+}
+
+/// Simulator steps per knot: `knot_dt / dt`, which must be a whole number.
+fn substeps(knot_dt: f64, dt: f64) -> Result<usize, MpcError> {
+    let n = (knot_dt / dt).round().max(1.0) as usize;
+    if ((n as f64) * dt - knot_dt).abs() > 1e-9 {
+        return Err(MpcError::KnotStep { knot_dt, dt });
+    }
+    Ok(n)
 }
 
 /// One replan.
@@ -295,19 +323,13 @@ impl MpcDriver {
     /// Takes over at the simulation's present state: builds the horizon problem toward the
     /// present base pose (or the target set so far), warms it up and switches the simulation's
     /// controller off (the torques come from the plan).
-    pub fn engage(&mut self, sim: &mut Simulation) -> Result<(), String> {
-        self.spec.validate().map_err(|e| e.to_string())?;
+    pub fn engage(&mut self, sim: &mut Simulation) -> Result<(), MpcError> {
+        self.spec.validate()?;
         let m = &*sim.model;
         if m.nq < 7 || m.nv < 6 || m.nu == 0 {
-            return Err(format!("MPC needs an actuated floating-base robot; `{}` is not one", m.name));
+            return Err(MpcError::Robot(m.name.clone()));
         }
-        let substeps = (self.spec.knot_dt / sim.settings.dt).round().max(1.0) as usize;
-        if ((substeps as f64) * sim.settings.dt - self.spec.knot_dt).abs() > 1e-9 {
-            return Err(format!(
-                "the knot step {} s is not a multiple of the simulation's time step {} s",
-                self.spec.knot_dt, sim.settings.dt
-            ));
-        }
+        let substeps = substeps(self.spec.knot_dt, sim.settings.dt)?;
         let u_hold = hold_torque(sim);
         let mut problem = horizon_problem(sim, &u_hold, &self.spec, self.sensitivity);
         if let Some((p, r)) = self.pending.take() {
@@ -331,9 +353,9 @@ impl MpcDriver {
         &mut self,
         sim: &mut Simulation,
         cancel: Option<&AtomicBool>,
-    ) -> Result<Option<CycleInfo>, String> {
+    ) -> Result<Option<CycleInfo>, MpcError> {
         let Some(mpc) = self.mpc.as_mut() else {
-            return Err("MPC has not been engaged".into());
+            return Err(MpcError::NotEngaged);
         };
         let (nq, nv) = (sim.model.nq, sim.model.nv);
         self.x.rows_mut(0, nq).copy_from(&sim.q);
@@ -346,7 +368,7 @@ impl MpcDriver {
             let started = Instant::now();
             let info = mpc.replan(&self.x, cancel);
             if info.status == Status::NonFinite {
-                return Err(format!("the replan at t = {:.3} s produced a non-finite plan", sim.t - self.t0));
+                return Err(MpcError::NonFinitePlan { t: sim.t - self.t0 });
             }
             let target = mpc.target().0;
             cycle = Some(CycleInfo {
@@ -481,15 +503,12 @@ pub fn run_closed_loop(
     settings: &MpcSettings,
     cancel: Option<&AtomicBool>,
     observe: &mut dyn FnMut(&CycleInfo),
-) -> Result<MpcReport, String> {
-    settings.validate().map_err(|e| e.to_string())?;
+) -> Result<MpcReport, MpcError> {
+    settings.validate()?;
     let spec = settings;
     let duration = spec.duration;
     let sensitivity = spec.sensitivity();
-    let substeps = (spec.knot_dt / sim.settings.dt).round().max(1.0) as usize;
-    if ((substeps as f64) * sim.settings.dt - spec.knot_dt).abs() > 1e-9 {
-        return Err(format!("mpc.knot_dt {} is not a multiple of the scene's dt {}", spec.knot_dt, sim.settings.dt));
-    }
+    let substeps = substeps(spec.knot_dt, sim.settings.dt)?;
     let mut driver = MpcDriver::new(spec.clone());
     driver.engage(&mut sim)?;
     let target = driver.target().expect("engaged").0;
@@ -516,7 +535,7 @@ pub fn run_closed_loop(
         }
         let st = sim.step();
         if !st.status.advanced() {
-            return Err(format!("the simulator step at t = {:.3} s failed: {:?}", sim.t - t0, st.status));
+            return Err(MpcError::StepFailed { t: sim.t - t0, status: st.status });
         }
         stepped |= feet.iter().any(|&k| sim.ws.contacts.phi[k] > 0.005);
         trace.push((sim.t - t0, [sim.q[0], sim.q[1], sim.q[2]], error(&sim.q)));

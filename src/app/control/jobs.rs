@@ -82,7 +82,7 @@ impl Driver for MpcControl {
         if let Some((p, r)) = self.link.inbox.lock().ok().and_then(|mut i| i.take()) {
             self.inner.set_target(p, r);
         }
-        self.inner.engage(sim)?;
+        self.inner.engage(sim).map_err(|e| e.to_string())?;
         if let Ok(mut t) = self.link.telemetry.lock() {
             t.home = Some((base.trans, base.rot));
             t.target = self.inner.target();
@@ -96,7 +96,7 @@ impl Driver for MpcControl {
         if let Some((p, r)) = self.link.inbox.lock().ok().and_then(|mut i| i.take()) {
             self.inner.set_target(p, r);
         }
-        let cycle = self.inner.before_step(sim, None)?;
+        let cycle = self.inner.before_step(sim, None).map_err(|e| e.to_string())?;
         if let Some(c) = cycle {
             // The ghost is built here, on the batch's thread, once per replan.
             let plan = Ghost::from_states(&sim.model, self.inner.planned_states());
