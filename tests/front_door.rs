@@ -5,8 +5,9 @@
 
 use contactlab::diff::sweep::SweepSettings;
 use contactlab::learn::contactnets::train::TrainSettings as ContactNetsSettings;
-use contactlab::learn::contactnets::LossSettings;
+use contactlab::learn::contactnets::{LossSettings, SplitSettings};
 use contactlab::ocp::cito::CitoWeights;
+use contactlab::ocp::Settings as DdpSettings;
 use contactlab::prelude::*;
 use contactlab::scene::Scene;
 use nalgebra::{DVector, Rotation3, Vector3};
@@ -140,6 +141,12 @@ fn bad_values(task: &Task) -> Vec<(SettingsError, &'static str, &'static str)> {
         "loss.margin",
     );
     push(LossSettings { max_iterations: 0, ..LossSettings::default() }.validate(), "LossSettings", "max_iterations");
+    push(
+        SplitSettings { test_fraction: 0.7, valid_fraction: 0.5, ..SplitSettings::default() }.validate(),
+        "SplitSettings",
+        "valid_fraction",
+    );
+    push(DdpSettings { mu_factor: 1.0, ..DdpSettings::default() }.validate(), "ddp::Settings", "mu_factor");
     out
 }
 

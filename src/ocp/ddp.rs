@@ -25,6 +25,7 @@
 //! expected improvement of a full step is below `tolerance` (absolute, cost units).
 
 use super::action::{ActionData, ActionModel};
+use crate::validate::{Checker, SettingsError};
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,25 +80,27 @@ impl Default for Settings {
 }
 
 impl Settings {
-    pub fn validate(&self) -> Result<(), String> {
-        let ok = self.max_iterations >= 1
-            && self.tolerance >= 0.0
-            && self.mu_min >= 0.0
-            && self.mu_init >= self.mu_min
-            && self.mu_max >= self.mu_init
-            && self.mu_factor > 1.0
-            && self.alpha_min > 0.0
-            && self.alpha_min <= 1.0
-            && self.armijo >= 0.0
-            && self.armijo < 1.0
-            && [self.tolerance, self.mu_init, self.mu_max, self.mu_factor, self.alpha_min]
-                .iter()
-                .all(|x| x.is_finite());
-        if ok {
-            Ok(())
-        } else {
-            Err(format!("invalid DDP settings: {self:?}"))
-        }
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        Checker::new("ddp::Settings")
+            .count("max_iterations", self.max_iterations, 1, usize::MAX)
+            .non_negative("tolerance", self.tolerance)
+            .non_negative("mu_min", self.mu_min)
+            .check(self.mu_init.is_finite() && self.mu_init >= self.mu_min, "mu_init", || {
+                format!("{} is out of range: allowed [mu_min = {}, inf)", self.mu_init, self.mu_min)
+            })
+            .check(self.mu_max.is_finite() && self.mu_max >= self.mu_init, "mu_max", || {
+                format!("{} is out of range: allowed [mu_init = {}, inf)", self.mu_max, self.mu_init)
+            })
+            .check(self.mu_factor.is_finite() && self.mu_factor > 1.0, "mu_factor", || {
+                format!("{} is out of range: allowed (1, inf)", self.mu_factor)
+            })
+            .check(self.alpha_min > 0.0 && self.alpha_min <= 1.0, "alpha_min", || {
+                format!("{} is out of range: allowed (0, 1]", self.alpha_min)
+            })
+            .check((0.0..1.0).contains(&self.armijo), "armijo", || {
+                format!("{} is out of range: allowed [0, 1)", self.armijo)
+            })
+            .finish()
     }
 }
 

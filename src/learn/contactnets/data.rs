@@ -411,15 +411,19 @@ impl Default for SplitSettings {
 }
 
 impl SplitSettings {
-    pub fn validate(&self) -> Result<(), String> {
-        let f = |x: f64| x.is_finite() && (0.0..1.0).contains(&x);
-        if !(f(self.test_fraction) && f(self.valid_fraction) && self.test_fraction + self.valid_fraction < 1.0) {
-            return Err(format!(
-                "test_fraction {} and valid_fraction {} must be in [0, 1) with a sum below 1",
-                self.test_fraction, self.valid_fraction
-            ));
-        }
-        Ok(())
+    pub fn validate(&self) -> Result<(), crate::validate::SettingsError> {
+        let in_range = |x: f64| (0.0..1.0).contains(&x);
+        crate::validate::Checker::new("SplitSettings")
+            .check(in_range(self.test_fraction), "test_fraction", || {
+                format!("{} is out of range: allowed [0, 1)", self.test_fraction)
+            })
+            .check(in_range(self.valid_fraction), "valid_fraction", || {
+                format!("{} is out of range: allowed [0, 1)", self.valid_fraction)
+            })
+            .check(self.test_fraction + self.valid_fraction < 1.0, "valid_fraction", || {
+                format!("test_fraction + valid_fraction = {} must be below 1", self.test_fraction + self.valid_fraction)
+            })
+            .finish()
     }
 }
 

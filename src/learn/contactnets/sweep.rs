@@ -57,7 +57,7 @@ pub struct SweepRow {
 
 /// Runs the sweep, calling `progress` after every run.
 pub fn run(data: &Dataset, s: &SweepSettings, mut progress: impl FnMut(&SweepRow)) -> Result<Vec<SweepRow>, String> {
-    s.split.validate()?;
+    s.split.validate().map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     for &seed in &s.seeds {
         let sp = split(data, &SplitSettings { seed, ..s.split });
