@@ -154,6 +154,19 @@ fn substeps(knot_dt: f64, dt: f64) -> Result<usize, MpcError> {
     Ok(n)
 }
 
+/// How long after `pull_end` the base error stayed within `settings.recovery_tolerance` for
+/// good (module docs), given `(time, base error)` per simulator step from the moment control
+/// took over; `None` if it did not recover within `settings.recovery_time` or the trace ends
+/// before `pull_end + recovery_time`. The same measure applies to any controller (the tests
+/// hold the scene's own PD to it).
+pub fn recovery_time(errors: &[(f64, f64)], pull_end: f64, settings: &MpcSettings) -> Option<f64> {
+    let end = errors.last().map_or(0.0, |e| e.0);
+    let last_bad =
+        errors.iter().filter(|e| e.1 > settings.recovery_tolerance).map(|e| e.0).fold(f64::NEG_INFINITY, f64::max);
+    let recovery = (last_bad - pull_end).max(0.0);
+    (end + 1e-9 >= pull_end + settings.recovery_time && recovery <= settings.recovery_time).then_some(recovery)
+}
+
 /// One replan.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CycleInfo {
@@ -545,15 +558,14 @@ pub fn run_closed_loop(
     let mut ms: Vec<f64> = cycles.iter().map(|c| c.solve_ms).collect();
     ms.sort_by(f64::total_cmp);
     let pct = |p: f64| if ms.is_empty() { f64::NAN } else { ms[((p * (ms.len() - 1) as f64).round()) as usize] };
-    let last_bad =
-        trace.iter().filter(|t| t.2 > spec.recovery_tolerance).map(|t| t.0).fold(f64::NEG_INFINITY, f64::max);
-    let recovery = (last_bad - pull_end).max(0.0);
-    let recovered = !cancelled && simulated + 1e-9 >= pull_end + spec.recovery_time && recovery <= spec.recovery_time;
+    let errors: Vec<(f64, f64)> = trace.iter().map(|t| (t.0, t.2)).collect();
+    let recovery = if cancelled { None } else { recovery_time(&errors, pull_end, spec) };
+    let recovered = recovery.is_some();
     let summary = MpcSummary {
         scene: name.to_string(),
         sensitivity: sensitivity.name().into(),
         recovered,
-        recovery_time_s: recovered.then_some(recovery),
+        recovery_time_s: recovery,
         max_base_error_m: trace.iter().map(|t| t.2).fold(0.0, f64::max),
         final_base_error_m: trace.last().map(|t| t.2).unwrap_or(f64::NAN),
         solve_ms_median: pct(0.5),
