@@ -133,3 +133,24 @@ fn a_bad_cito_section_is_a_located_error() {
     let e = Scene::from_str(&bad, Path::new("scenes/bad.ron")).unwrap_err().to_string();
     assert!(e.contains("cito.horizon") && e.contains("knots"), "{e}");
 }
+
+/// Every solve counts the knot derivatives whose backward solve did not converge and those taken
+/// from a fallback sensitivity. On `cito_shift` the Signorini-relaxed backward solve hits its
+/// iteration limit at many knots, while the relaxed one converges everywhere; neither needs a
+/// fallback.
+#[test]
+fn solves_count_unconverged_and_fallback_jacobians() {
+    let s = scene("cito_shift.ron");
+    let kappa = s.cito_settings().unwrap().kappa;
+    let signorini = solve(&s, Some(Sensitivity::SignoriniRelaxed { kappa }));
+    let relaxed = solve(&s, None);
+    let (sg, rl) = (signorini.summary("shift"), relaxed.summary("shift"));
+    eprintln!(
+        "signorini {} / {}, relaxed {} / {}",
+        sg.fallback_jacobians, sg.unconverged_jacobians, rl.fallback_jacobians, rl.unconverged_jacobians
+    );
+    assert!(sg.unconverged_jacobians > 0, "{sg:?}");
+    assert_eq!(sg.unconverged_jacobians, signorini.info.unconverged_jacobians);
+    assert_eq!((rl.fallback_jacobians, rl.unconverged_jacobians), (0, 0));
+    assert_eq!(sg.fallback_jacobians, 0);
+}

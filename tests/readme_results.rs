@@ -28,7 +28,7 @@ fn cito_row(task: &str, r: &Value) -> String {
     let feet: Vec<&str> = r["feet_repositioned"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
     let feet = if feet.is_empty() { "none".to_string() } else { feet.join(", ") };
     format!(
-        "| {task} | {} | {} | {:.5} | {} | {:.2} | {:.1}, {:.2} | {:.1e} | {:.1e} | {} |",
+        "| {task} | {} | {} | {:.5} | {} | {:.2} | {:.1}, {:.2} | {:.1e} | {:.1e} | {} | {} / {} |",
         r["sensitivity"].as_str().unwrap(),
         r["status"].as_str().unwrap(),
         f(r, "final_cost"),
@@ -38,7 +38,9 @@ fn cito_row(task: &str, r: &Value) -> String {
         f(r, "pose_error_deg"),
         f(r, "max_penetration_m"),
         f(r, "max_cone_violation"),
-        feet
+        feet,
+        r["fallback_jacobians"].as_u64().unwrap(),
+        r["unconverged_jacobians"].as_u64().unwrap()
     )
 }
 

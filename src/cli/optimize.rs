@@ -114,14 +114,14 @@ pub fn comparison_table(rows: &[CitoSummary]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| sensitivity | status | final cost | iterations | time (s) | pose error (mm, deg) | max penetration (m) | max cone violation (N s) | feet repositioned |"
+        "| sensitivity | status | final cost | iterations | time (s) | pose error (mm, deg) | max penetration (m) | max cone violation (N s) | feet repositioned | fallback / unconverged Jacobians |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
     for r in rows {
         let feet = if r.feet_repositioned.is_empty() { "none".to_string() } else { r.feet_repositioned.join(", ") };
         let _ = writeln!(
             s,
-            "| {} | {:?} | {:.5} | {} | {:.2} | {:.1}, {:.2} | {:.1e} | {:.1e} | {} |",
+            "| {} | {:?} | {:.5} | {} | {:.2} | {:.1}, {:.2} | {:.1e} | {:.1e} | {} | {} / {} |",
             r.sensitivity,
             r.status,
             r.final_cost,
@@ -131,7 +131,9 @@ pub fn comparison_table(rows: &[CitoSummary]) -> String {
             r.pose_error_deg,
             r.max_penetration_m,
             r.max_cone_violation,
-            feet
+            feet,
+            r.fallback_jacobians,
+            r.unconverged_jacobians
         );
     }
     s

@@ -25,6 +25,11 @@ pub struct ActionData {
     pub lux: DMatrix<f64>,
     /// Whether the last `calc` produced a usable result (a failed simulator step does not).
     pub ok: bool,
+    /// Whether the last `calc_diff` took its derivatives from a fallback model (the contact
+    /// model's other sensitivity when the chosen one's linear system failed), and whether they
+    /// came from a backward solve that did not converge. Solvers count both per run.
+    pub fallback: bool,
+    pub unconverged: bool,
     /// Model-specific workspace.
     pub extra: Box<dyn Any + Send>,
 }
@@ -42,6 +47,8 @@ impl ActionData {
             luu: DMatrix::zeros(nu, nu),
             lux: DMatrix::zeros(nu, ndx),
             ok: true,
+            fallback: false,
+            unconverged: false,
             extra,
         }
     }

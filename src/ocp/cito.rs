@@ -513,6 +513,11 @@ pub struct CitoSummary {
     pub max_penetration_m: f64,
     pub max_cone_violation: f64,
     pub feet_repositioned: Vec<String>,
+    /// Knot derivatives that came from a fallback sensitivity (a run called `exact` that took
+    /// relaxed Jacobians at some knots says how many here), and those whose relaxed backward
+    /// solve did not converge; counted over every derivative sweep of the solve.
+    pub fallback_jacobians: usize,
+    pub unconverged_jacobians: usize,
 }
 
 impl CitoReport {
@@ -529,6 +534,8 @@ impl CitoReport {
             max_penetration_m: self.max_penetration_m,
             max_cone_violation: self.max_cone_violation,
             feet_repositioned: self.feet_repositioned.clone(),
+            fallback_jacobians: self.info.fallback_jacobians,
+            unconverged_jacobians: self.info.unconverged_jacobians,
         }
     }
 }

@@ -328,6 +328,8 @@ impl ActionModel for ContactAction {
             ),
         };
         d.ok = matches!(info.status, TransitionStatus::Ok | TransitionStatus::BackwardNotConverged);
+        d.fallback = false;
+        d.unconverged = info.status == TransitionStatus::BackwardNotConverged;
         let finite = |w: &Work| w.a.iter().chain(w.b.iter()).fold(0.0, |s, &x| s + x * 0.0) == 0.0;
         let failed = |st: TransitionStatus, w: &Work| match st {
             TransitionStatus::SingularContactSystem | TransitionStatus::BackwardFailed => true,
@@ -354,6 +356,8 @@ impl ActionModel for ContactAction {
                 );
                 if !failed(retry.status, work) && retry.status != TransitionStatus::StepFailed {
                     d.ok = true;
+                    d.fallback = true;
+                    d.unconverged = retry.status == TransitionStatus::BackwardNotConverged;
                     break;
                 }
             }

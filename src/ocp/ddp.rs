@@ -140,6 +140,13 @@ pub struct Info {
     pub iterations: usize,
     pub cost: f64,
     pub history: Vec<IterationInfo>,
+    /// Knot derivatives of the solve that came from a fallback model, and those whose backward
+    /// solve did not converge ([`ActionData::fallback`], [`ActionData::unconverged`]; each
+    /// derivative sweep counts every knot once).
+    #[serde(default)]
+    pub fallback_jacobians: usize,
+    #[serde(default)]
+    pub unconverged_jacobians: usize,
 }
 
 /// The DDP solver with its trajectory and preallocated per-knot data.
@@ -222,7 +229,14 @@ impl Ddp {
         cancel: Option<&AtomicBool>,
         observe: &mut dyn FnMut(&IterationInfo),
     ) -> Info {
-        let mut info = Info { status: Status::MaxIterations, iterations: 0, cost: f64::NAN, history: vec![] };
+        let mut info = Info {
+            status: Status::MaxIterations,
+            iterations: 0,
+            cost: f64::NAN,
+            history: vec![],
+            fallback_jacobians: 0,
+            unconverged_jacobians: 0,
+        };
         if self.settings.validate().is_err() {
             info.status = Status::InvalidInput;
             return info;
@@ -260,6 +274,8 @@ impl Ddp {
                 self.problem.running[i].calc_diff(&mut self.data[i], &self.xs[i], &self.us[i]);
             }
             self.problem.terminal.calc_diff(&mut self.terminal_data, &self.xs[t], &DVector::zeros(0));
+            info.fallback_jacobians += self.data.iter().filter(|d| d.fallback).count();
+            info.unconverged_jacobians += self.data.iter().filter(|d| d.unconverged).count();
             if !self.data.iter().all(|d| d.ok && finite_data(d)) || !finite_data(&self.terminal_data) {
                 info.status = Status::NonFinite;
                 return info;

@@ -180,6 +180,12 @@ pub struct CycleInfo {
     pub solve_ms: f64,
     /// Base position error at the replan (m).
     pub base_error_m: f64,
+    /// Knot derivatives of the replan from a fallback sensitivity, or from an unconverged
+    /// backward solve (`ocp::Info`).
+    #[serde(default)]
+    pub fallback_jacobians: usize,
+    #[serde(default)]
+    pub unconverged_jacobians: usize,
 }
 
 /// The receding-horizon controller: the shooting problem and its warm start.
@@ -291,7 +297,14 @@ impl Mpc {
     pub fn planned_knots(&self) -> Vec<super::cito::Knot> {
         let mut p = self.problem.clone();
         p.x0.copy_from(&self.ddp.problem.x0);
-        let info = super::Info { status: Status::MaxIterations, iterations: 0, cost: self.ddp.cost(), history: vec![] };
+        let info = super::Info {
+            status: Status::MaxIterations,
+            iterations: 0,
+            cost: self.ddp.cost(),
+            history: vec![],
+            fallback_jacobians: 0,
+            unconverged_jacobians: 0,
+        };
         super::cito::evaluate(&p, &self.ddp.xs, &self.ddp.us, info, 0.0).knots
     }
 }
@@ -391,6 +404,8 @@ impl MpcDriver {
                 cost: info.cost,
                 solve_ms: 1e3 * started.elapsed().as_secs_f64(),
                 base_error_m: (Vector3::new(sim.q[0], sim.q[1], sim.q[2]) - target).norm(),
+                fallback_jacobians: info.fallback_jacobians,
+                unconverged_jacobians: info.unconverged_jacobians,
             });
         }
         mpc.control(&self.x, self.phase as f64 / self.substeps as f64, &mut self.u);
@@ -473,6 +488,10 @@ pub struct MpcSummary {
     /// Whether a foot left the ground (gap above 5 mm) during the run.
     pub stepped: bool,
     pub cancelled: bool,
+    /// Knot derivatives over all replans from a fallback sensitivity, or from an unconverged
+    /// backward solve.
+    pub fallback_jacobians: usize,
+    pub unconverged_jacobians: usize,
 }
 
 /// The MPC's horizon problem of `spec` from the simulation's state (target: the current base
@@ -578,6 +597,8 @@ pub fn run_closed_loop(
         iterations_per_cycle: spec.iterations,
         stepped,
         cancelled,
+        fallback_jacobians: cycles.iter().map(|c| c.fallback_jacobians).sum(),
+        unconverged_jacobians: cycles.iter().map(|c| c.unconverged_jacobians).sum(),
     };
     Ok(MpcReport { cycles, trace, last_plan: driver.planned_knots(), summary })
 }
