@@ -135,3 +135,47 @@ fn the_mpc_row_is_the_committed_run() {
         .to_string();
     assert!(row.ends_with(&cells), "README row\n{row}\nshould end with\n{cells}");
 }
+
+/// Every table row of a committed report (written by the command beside the README's table)
+/// stands in the README verbatim.
+fn rows_in_readme(report: &str) -> usize {
+    let text = std::fs::read_to_string(root().join(report)).unwrap();
+    let readme = readme();
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ") && !l.starts_with("|---")).collect();
+    for row in &rows {
+        assert!(readme.lines().any(|l| l.trim() == row.trim()), "README lacks this row of {report}:\n{row}");
+    }
+    rows.len()
+}
+
+/// The ContactNets sweep table: the README's rows are `docs/contactnets/sweep.md`'s, and that
+/// table is the means of the runs in `sweep.json`.
+#[test]
+fn the_contactnets_table_is_the_committed_sweep() {
+    use contactlab::learn::contactnets::sweep::{table, SweepRow};
+    let v = json(&root().join("docs/contactnets/sweep.json"));
+    // e2e has no vertices: its NaN vertex error is written as null.
+    let mut raw = v["rows"].clone();
+    for r in raw.as_array_mut().unwrap() {
+        if r["vertex_error"].is_null() {
+            r["vertex_error"] = Value::from(-1.0);
+        }
+    }
+    let mut rows: Vec<SweepRow> = serde_json::from_value(raw).unwrap();
+    for r in &mut rows {
+        if r.vertex_error < 0.0 {
+            r.vertex_error = f64::NAN;
+        }
+    }
+    let md = std::fs::read_to_string(root().join("docs/contactnets/sweep.md")).unwrap();
+    for line in table(&rows).lines() {
+        assert!(md.lines().any(|l| l == line), "docs/contactnets/sweep.md lacks\n{line}");
+    }
+    assert!(rows_in_readme("docs/contactnets/sweep.md") >= 27);
+}
+
+/// The learning comparison table: the README's rows are `docs/learning/comparison.md`'s.
+#[test]
+fn the_learning_table_is_the_committed_comparison() {
+    assert!(rows_in_readme("docs/learning/comparison.md") >= 4);
+}
