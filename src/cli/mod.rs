@@ -130,6 +130,14 @@ enum Command {
         /// Normal shift delta (m/s) of the relaxed sensitivity.
         #[arg(long)]
         delta: Option<f64>,
+        /// Solve from this many seeded perturbations of the settled stance (joint offsets, base
+        /// twist) per sensitivity, the same starts for each, and write DIR/starts.md and
+        /// DIR/starts.json (mean and spread) instead of the single-run files.
+        #[arg(long)]
+        starts: Option<usize>,
+        /// Seed of the first perturbed start (start k uses seed + k).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
         /// Output directory.
         #[arg(long)]
         out: PathBuf,
@@ -331,7 +339,10 @@ pub fn run() -> Result<()> {
         }
         Some(Command::Simulate { scene, duration, out }) => simulate::simulate(scene, duration, out),
         Some(Command::CheckDynamics { urdf, fixture, tolerance }) => check_dynamics::check(urdf, fixture, tolerance),
-        Some(Command::Cito { scene, sensitivity, iterations, kappa, delta, out }) => {
+        Some(Command::Cito { scene, sensitivity, iterations, kappa, delta, starts: Some(n), seed, out }) => {
+            optimize::cito_starts(&scene, sensitivity, iterations, kappa, delta, n, seed, &out)
+        }
+        Some(Command::Cito { scene, sensitivity, iterations, kappa, delta, starts: None, out, .. }) => {
             optimize::cito(&scene, sensitivity, iterations, kappa, delta, &out)
         }
         Some(Command::Mpc { scene, duration, iterations, sensitivity, out }) => {

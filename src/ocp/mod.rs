@@ -14,3 +14,4 @@ pub use contact::{ContactAction, FootClearance, PoseCost};
 pub mod cito;
 pub mod cito_plot;
 pub mod mpc;
+pub mod starts;
