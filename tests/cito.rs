@@ -154,3 +154,28 @@ fn solves_count_unconverged_and_fallback_jacobians() {
     assert_eq!((rl.fallback_jacobians, rl.unconverged_jacobians), (0, 0));
     assert_eq!(sg.fallback_jacobians, 0);
 }
+
+/// Footfalls: a lift-off to at least 1 cm followed by a touchdown (within 5 mm) counts once per
+/// step; a shuffle that lifts the foot less than 1 cm does not count, nor does a foot still in
+/// the air at the end; a touchdown on the final knot counts.
+#[test]
+fn footfalls_count_lift_offs_that_land() {
+    use contactlab::ocp::cito::{footfalls, Knot};
+    let gaps_per_foot: [&[f64]; 4] = [
+        &[0.0, 0.02, 0.03, 0.0, 0.0, 0.015, 0.001], // two steps, the second landing on the last knot
+        &[0.0, 0.004, 0.008, 0.0, 0.0, 0.0, 0.0],   // a shuffle under 1 cm
+        &[0.0, 0.0, 0.02, 0.03, 0.04, 0.05, 0.06],  // lifted, never lands
+        &[0.0; 7],                                  // stance
+    ];
+    let knots: Vec<Knot> = (0..7)
+        .map(|i| Knot {
+            t: 0.01 * i as f64,
+            base: [0.0, 0.0, 0.3, 0.0, 0.0, 0.0, 1.0],
+            feet: vec![[0.0; 3]; 4],
+            gap: gaps_per_foot.iter().map(|g| g[i]).collect(),
+            impulse: vec![0.0; 4],
+            contact: gaps_per_foot.iter().map(|g| g[i] <= 0.005).collect(),
+        })
+        .collect();
+    assert_eq!(footfalls(&knots), vec![2, 0, 0, 0]);
+}

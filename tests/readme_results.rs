@@ -28,7 +28,7 @@ fn cito_row(task: &str, r: &Value) -> String {
     let feet: Vec<&str> = r["feet_repositioned"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
     let feet = if feet.is_empty() { "none".to_string() } else { feet.join(", ") };
     format!(
-        "| {task} | {} | {} | {:.5} | {} | {:.2} | {:.1}, {:.2} | {:.1e} | {:.1e} | {} | {} / {} |",
+        "| {task} | {} | {} | {:.5} | {} | {:.2} | {:.1}, {:.2} | {:.1e} | {:.1e} | {} | {} | {} / {} |",
         r["sensitivity"].as_str().unwrap(),
         r["status"].as_str().unwrap(),
         f(r, "final_cost"),
@@ -39,6 +39,20 @@ fn cito_row(task: &str, r: &Value) -> String {
         f(r, "max_penetration_m"),
         f(r, "max_cone_violation"),
         feet,
+        {
+            let steps: Vec<String> = r["footfalls"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(_, n)| n.as_u64().unwrap() > 0)
+                .map(|(foot, n)| format!("{foot} {n}"))
+                .collect();
+            if steps.is_empty() {
+                "none".to_string()
+            } else {
+                steps.join(", ")
+            }
+        },
         r["fallback_jacobians"].as_u64().unwrap(),
         r["unconverged_jacobians"].as_u64().unwrap()
     )
@@ -61,7 +75,7 @@ fn the_cito_table_is_the_committed_comparisons() {
         // And no other row of this task.
         let prefix = format!("| {task} | ");
         // (The table over perturbed starts has rows of the same tasks, with fewer columns.)
-        let in_readme = readme.lines().filter(|l| l.starts_with(&prefix) && l.split('|').count() == 13).count();
+        let in_readme = readme.lines().filter(|l| l.starts_with(&prefix) && l.split('|').count() == 14).count();
         assert_eq!(in_readme, 3, "README rows for {task}");
     }
     assert_eq!(rows, 21);

@@ -115,14 +115,14 @@ pub fn comparison_table(rows: &[CitoSummary]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| sensitivity | status | final cost | iterations | time (s) | pose error (mm, deg) | max penetration (m) | max cone violation (N s) | feet repositioned | fallback / unconverged Jacobians |"
+        "| sensitivity | status | final cost | iterations | time (s) | pose error (mm, deg) | max penetration (m) | max cone violation (N s) | feet repositioned | footfalls | fallback / unconverged Jacobians |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rows {
         let feet = if r.feet_repositioned.is_empty() { "none".to_string() } else { r.feet_repositioned.join(", ") };
         let _ = writeln!(
             s,
-            "| {} | {:?} | {:.5} | {} | {:.2} | {:.1}, {:.2} | {:.1e} | {:.1e} | {} | {} / {} |",
+            "| {} | {:?} | {:.5} | {} | {:.2} | {:.1}, {:.2} | {:.1e} | {:.1e} | {} | {} | {} / {} |",
             r.sensitivity,
             r.status,
             r.final_cost,
@@ -133,11 +133,22 @@ pub fn comparison_table(rows: &[CitoSummary]) -> String {
             r.max_penetration_m,
             r.max_cone_violation,
             feet,
+            footfall_text(&r.footfalls),
             r.fallback_jacobians,
             r.unconverged_jacobians
         );
     }
     s
+}
+
+/// `none`, or the feet that took steps with their counts (`FL_foot 1, RL_foot 1`).
+pub fn footfall_text(f: &std::collections::BTreeMap<String, usize>) -> String {
+    let steps: Vec<String> = f.iter().filter(|(_, &n)| n > 0).map(|(foot, n)| format!("{foot} {n}")).collect();
+    if steps.is_empty() {
+        "none".into()
+    } else {
+        steps.join(", ")
+    }
 }
 
 /// Writes `comparison.md` and `comparison.json` into `dir`.

@@ -26,7 +26,9 @@
 //!   at least [`SWING_KNOTS`] consecutive knots, and have landed at the final knot (gap at most
 //!   [`CONTACT_GAP`]) more than [`REPOSITION_DISTANCE`] from where they started, measured
 //!   horizontally. A foot that slides 3 cm without lifting is not repositioned, nor is one still
-//!   in the air when the horizon ends.
+//!   in the air when the horizon ends;
+//! - `footfalls`: per foot, how often it lifted off by at least [`FOOTFALL_LIFT`] (gap) and then
+//!   touched down again (in contact): the steps it took, whatever their length.
 
 use super::contact::{ContactAction, FootClearance, PoseCost};
 use super::ddp::{Ddp, Info, IterationInfo, Settings, ShootingProblem};
@@ -49,6 +51,8 @@ pub const CONTACT_GAP: f64 = 0.005;
 pub const CONTACT_IMPULSE: f64 = 1e-3;
 /// Consecutive knots out of contact that make a swing.
 pub const SWING_KNOTS: usize = 3;
+/// Gap a foot must reach between two contacts for the pair to count as a footfall (m).
+pub const FOOTFALL_LIFT: f64 = 0.01;
 /// Horizontal displacement of a swung foot that counts as repositioned (m).
 pub const REPOSITION_DISTANCE: f64 = 0.03;
 
@@ -376,6 +380,8 @@ pub struct CitoReport {
     /// Foot (contact point) names.
     pub feet: Vec<String>,
     pub feet_repositioned: Vec<String>,
+    /// Footfalls per foot, in `feet` order (module docs).
+    pub footfalls: Vec<usize>,
     pub knots: Vec<Knot>,
     /// States (T + 1) and controls (T) of the plan.
     pub xs: Vec<Vec<f64>>,
@@ -463,6 +469,7 @@ pub fn evaluate(p: &CitoProblem, xs: &[DVector<f64>], us: &[DVector<f64>], info:
         Rotation3::from_matrix_unchecked(p.cost.base_rotation.transpose() * b.rot).angle().to_degrees();
     let names: Vec<String> = feet.iter().map(|&k| m.contact_points[k].name.clone()).collect();
     let feet_repositioned = repositioned(&knots).into_iter().map(|f| names[f].clone()).collect();
+    let footfalls = footfalls(&knots);
     CitoReport {
         sensitivity: p.sensitivity.name().into(),
         info,
@@ -473,10 +480,31 @@ pub fn evaluate(p: &CitoProblem, xs: &[DVector<f64>], us: &[DVector<f64>], info:
         max_cone_violation: max_cone.max(0.0),
         feet: names,
         feet_repositioned,
+        footfalls,
         knots,
         xs: xs.iter().map(|x| x.as_slice().to_vec()).collect(),
         us: us.iter().map(|u| u.as_slice().to_vec()).collect(),
     }
+}
+
+/// Footfalls per foot (module docs): lift-off to a gap of at least [`FOOTFALL_LIFT`], then
+/// back within [`CONTACT_GAP`] of the ground (the final knot counts: a foot may land on it).
+pub fn footfalls(knots: &[Knot]) -> Vec<usize> {
+    let Some(first) = knots.first() else { return vec![] };
+    (0..first.feet.len())
+        .map(|f| {
+            let (mut count, mut lifted) = (0, false);
+            for k in knots {
+                if k.gap[f] >= FOOTFALL_LIFT {
+                    lifted = true;
+                } else if lifted && k.gap[f] <= CONTACT_GAP {
+                    count += 1;
+                    lifted = false;
+                }
+            }
+            count
+        })
+        .collect()
 }
 
 /// Indices of the repositioned feet (module docs).
@@ -513,6 +541,8 @@ pub struct CitoSummary {
     pub max_penetration_m: f64,
     pub max_cone_violation: f64,
     pub feet_repositioned: Vec<String>,
+    /// Footfalls per foot name (module docs).
+    pub footfalls: std::collections::BTreeMap<String, usize>,
     /// Knot derivatives that came from a fallback sensitivity (a run called `exact` that took
     /// relaxed Jacobians at some knots says how many here), and those whose relaxed backward
     /// solve did not converge; counted over every derivative sweep of the solve.
@@ -534,6 +564,7 @@ impl CitoReport {
             max_penetration_m: self.max_penetration_m,
             max_cone_violation: self.max_cone_violation,
             feet_repositioned: self.feet_repositioned.clone(),
+            footfalls: self.feet.iter().cloned().zip(self.footfalls.iter().copied()).collect(),
             fallback_jacobians: self.info.fallback_jacobians,
             unconverged_jacobians: self.info.unconverged_jacobians,
         }
