@@ -39,11 +39,7 @@ fn main() -> anyhow::Result<()> {
             q[j.idx_q] = -1.6;
         }
     }
-    let posture = model
-        .actuated_dofs
-        .iter()
-        .map(|&dof| model.joints.iter().find(|j| j.idx_v == dof).map_or(0.0, |j| q[j.idx_q]))
-        .collect();
+    let posture = model.actuated_positions(q.as_slice());
     let settings = StepSettings { dt: 0.002, ..StepSettings::default() };
     let v = DVector::zeros(model.nv);
     let mut sim = Simulation::new(model.clone(), Terrain::flat(0.8), settings, q, v);

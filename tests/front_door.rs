@@ -30,11 +30,7 @@ fn crouched_quadruped(dt: f64, kd: f64) -> Simulation {
             q[j.idx_q] = -1.6;
         }
     }
-    let posture = model
-        .actuated_dofs
-        .iter()
-        .map(|&d| model.joints.iter().find(|j| j.idx_v == d).map_or(0.0, |j| q[j.idx_q]))
-        .collect();
+    let posture = model.actuated_positions(q.as_slice());
     let settings = StepSettings { dt, ..StepSettings::default() };
     let v = DVector::zeros(model.nv);
     let mut sim = Simulation::new(model, Terrain::flat(0.8), settings, q, v);

@@ -204,6 +204,18 @@ impl Model {
         matches!(self.joints.first().map(|j| j.kind), Some(JointKind::FreeFlyer))
     }
 
+    /// The positions in `q` (nq) of the actuated joints, in actuator order (nu): the posture a
+    /// joint PD holds when `q` is its target.
+    pub fn actuated_positions(&self, q: &[f64]) -> Vec<f64> {
+        self.actuated_dofs
+            .iter()
+            .map(|&dof| {
+                let j = self.joints.iter().find(|j| j.idx_v == dof).expect("an actuated dof belongs to a joint");
+                q[j.idx_q]
+            })
+            .collect()
+    }
+
     pub fn total_mass(&self) -> f64 {
         self.inertias.iter().map(|i| i.mass).sum()
     }

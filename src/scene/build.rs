@@ -149,11 +149,7 @@ impl Scene {
             ControllerSpec::JointPd { kp, kd, posture } => {
                 let mut target = q0.clone();
                 apply(posture, "controller.posture", &mut target, true)?;
-                let posture = model.actuated_dofs.iter().map(|&dof| {
-                    let j = model.joints.iter().find(|j| j.idx_v == dof).expect("actuated dof belongs to a joint");
-                    target[j.idx_q]
-                });
-                Controller::JointPd { kp: *kp, kd: *kd, posture: posture.collect() }
+                Controller::JointPd { kp: *kp, kd: *kd, posture: model.actuated_positions(target.as_slice()) }
             }
         };
 
