@@ -29,7 +29,7 @@ use crate::model::configuration::free_flyer_placement;
 use crate::model::{difference, integrate, JointKind, Model};
 use crate::sim::{step, StepWorkspace};
 use crate::sim::{StepInfo, StepSettings};
-use nalgebra::{DMatrix, DVector, Matrix3, Rotation3, Vector3};
+use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use std::sync::Arc;
 
 /// Weights and targets of [`ContactAction`]'s cost (module docs).
@@ -167,8 +167,7 @@ impl ContactAction {
                 JointKind::FreeFlyer => {
                     let mq = free_flyer_placement(&q.as_slice()[j.idx_q..j.idx_q + 7]);
                     let ep = mq.trans - c.base_position;
-                    let rerr = Rotation3::from_matrix_unchecked(c.base_rotation.transpose() * mq.rot);
-                    let r = rerr.scaled_axis();
+                    let r = crate::spatial::lie::log3(&(c.base_rotation.transpose() * mq.rot));
                     for a in 0..3 {
                         f += 0.5 * c.w_position[a] * ep[a] * ep[a] + 0.5 * c.w_orientation[a] * r[a] * r[a];
                     }
@@ -256,6 +255,11 @@ impl ActionModel for ContactAction {
             d.ok = d.cost.is_finite();
             return;
         }
+        // No warm start from this knot's previous iterate: the interior-point solution then
+        // depends on (x, u) alone, so a replay of the controls reproduces the planned states
+        // (a warm start moves the solution within the solver tolerance, and a gait amplifies
+        // 1e-5 m/s differences into a different trajectory within a few knots).
+        work.ws.reset_warm_start();
         let info = step(
             m,
             &self.terrain,
@@ -315,17 +319,20 @@ impl ActionModel for ContactAction {
                 work.last = Some((lx, lu, step_info));
                 info
             }
-            _ => transition_jacobians(
-                m,
-                &self.terrain,
-                &self.settings,
-                &mut work.ws,
-                &mut work.tw,
-                (q, v, u.as_slice(), work.tau_ext.as_slice()),
-                self.sensitivity,
-                &mut work.a,
-                &mut work.b,
-            ),
+            _ => {
+                work.ws.reset_warm_start();
+                transition_jacobians(
+                    m,
+                    &self.terrain,
+                    &self.settings,
+                    &mut work.ws,
+                    &mut work.tw,
+                    (q, v, u.as_slice(), work.tau_ext.as_slice()),
+                    self.sensitivity,
+                    &mut work.a,
+                    &mut work.b,
+                )
+            }
         };
         d.ok = matches!(info.status, TransitionStatus::Ok | TransitionStatus::BackwardNotConverged);
         d.fallback = false;
@@ -343,6 +350,7 @@ impl ActionModel for ContactAction {
             // stopping the solver.
             d.ok = false;
             for fallback in self.sensitivity.fallbacks() {
+                work.ws.reset_warm_start();
                 let retry = transition_jacobians(
                     m,
                     &self.terrain,

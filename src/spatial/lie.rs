@@ -42,10 +42,16 @@ pub fn exp6(nu: &Vector6<f64>) -> Se3 {
     Se3::new(*r.to_rotation_matrix().matrix(), se3_v(&w) * v)
 }
 
+/// `log3(R)`: the rotation vector of `R`, `|w| <= pi`, through a unit quaternion. A rounded
+/// product of rotations near the identity can have a trace above 3, where the axis-angle of the
+/// matrix itself (`acos((tr R - 1) / 2)`) is NaN; this is finite and 0 there.
+pub fn log3(r: &Matrix3<f64>) -> Vector3<f64> {
+    UnitQuaternion::from_matrix(r).scaled_axis()
+}
+
 /// `log6(M)` as a twist `[v; w]`, with `|w| <= pi`.
 pub fn log6(m: &Se3) -> Vector6<f64> {
-    let r = UnitQuaternion::from_matrix(&m.rot);
-    let w = r.scaled_axis();
+    let w = log3(&m.rot);
     let v = se3_v_inv(&w) * m.trans;
     Vector6::new(v.x, v.y, v.z, w.x, w.y, w.z)
 }
@@ -123,5 +129,32 @@ mod tests {
             let back = log6(&exp6(&nu));
             assert!((back - nu).norm() < 1e-10, "{back} vs {nu}");
         }
+    }
+}
+
+#[cfg(test)]
+mod log3_tests {
+    use super::*;
+    use nalgebra::Rotation3;
+
+    /// A product of a rotation and its rounded transpose: not exactly orthogonal, trace just
+    /// above 3 in some entries' rounding. The matrix axis-angle is NaN on such input; `log3`
+    /// must not be.
+    #[test]
+    fn log3_is_finite_and_small_near_the_identity() {
+        let mut worst = 0.0f64;
+        let mut matrix_nan = 0;
+        for i in 0..2000 {
+            let a = 1e-3 * i as f64;
+            let r0 = *Rotation3::from_euler_angles(0.3 + a, -0.2 * a, 1.0 - a).matrix();
+            let r1 = *Rotation3::from_euler_angles(1e-12 * i as f64, 0.0, 0.0).matrix() * r0;
+            let m = r0.transpose() * r1;
+            let w = log3(&m);
+            assert!(w.iter().all(|x| x.is_finite()), "{i}: {w:?}");
+            worst = worst.max((w.norm() - 1e-12 * i as f64).abs());
+            matrix_nan += Rotation3::from_matrix_unchecked(m).scaled_axis().iter().any(|x| x.is_nan()) as usize;
+        }
+        assert!(worst < 1e-14, "{worst}");
+        eprintln!("matrix axis-angle NaN on {matrix_nan} of 2000");
     }
 }
