@@ -85,7 +85,8 @@ impl Scene {
         };
         model.gravity = Vector3::from(sf.gravity);
 
-        let settings = StepSettings { dt: sf.dt, solver: sf.solver, contact_margin: sf.contact_margin };
+        let settings =
+            StepSettings { dt: sf.dt, solver: sf.solver, contact_margin: sf.contact_margin, ..StepSettings::default() };
         settings.validate().map_err(|e| match e {
             crate::sim::step::StepSettingsError::Solver(m) => invalid("solver", "solver".into(), m),
             other => invalid("dt", "settings".into(), other.to_string()),

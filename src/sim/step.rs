@@ -36,15 +36,31 @@ pub struct StepSettings {
     /// Contact candidates with a gap below this enter the contact problem (m). Default 0.05.
     #[serde(default = "default_margin", deserialize_with = "crate::validate::non_negative")]
     pub contact_margin: f64,
+    /// A step whose resulting velocity has a component above this (m/s or rad/s) is not taken
+    /// ([`StepStatus::Diverged`]). Default 1000: far above anything a legged robot does, far
+    /// below where the explicit Coriolis term `h C(q, v) v`, quadratic in `v`, feeds on itself
+    /// (a light link driven at its torque limit can spin up to that regime within a few steps,
+    /// and the state then reaches 1e20 in three more).
+    #[serde(default = "default_max_speed", deserialize_with = "crate::validate::positive")]
+    pub max_speed: f64,
 }
 
 fn default_margin() -> f64 {
     0.05
 }
 
+fn default_max_speed() -> f64 {
+    1e3
+}
+
 impl Default for StepSettings {
     fn default() -> Self {
-        Self { dt: 0.002, solver: solver::Settings::default(), contact_margin: default_margin() }
+        Self {
+            dt: 0.002,
+            solver: solver::Settings::default(),
+            contact_margin: default_margin(),
+            max_speed: default_max_speed(),
+        }
     }
 }
 
@@ -54,6 +70,8 @@ pub enum StepSettingsError {
     Dt(f64),
     #[error("contact_margin: must be finite and >= 0 m, got {0}")]
     Margin(f64),
+    #[error("max_speed: must be finite and > 0, got {0}")]
+    MaxSpeed(f64),
     #[error("solver: {0}")]
     Solver(String),
 }
@@ -65,6 +83,9 @@ impl StepSettings {
         }
         if !(self.contact_margin.is_finite() && self.contact_margin >= 0.0) {
             return Err(StepSettingsError::Margin(self.contact_margin));
+        }
+        if !(self.max_speed.is_finite() && self.max_speed > 0.0) {
+            return Err(StepSettingsError::MaxSpeed(self.max_speed));
         }
         self.solver.validate().map_err(|e| StepSettingsError::Solver(e.to_string()))
     }
@@ -85,6 +106,8 @@ pub enum StepStatus {
     /// The contact solver could not factorize its Newton matrix or rejected its input; the
     /// state was not advanced.
     SolverFailed,
+    /// The resulting velocity exceeds `StepSettings::max_speed`: the state was not advanced.
+    Diverged,
 }
 
 impl StepStatus {
@@ -405,6 +428,8 @@ pub fn step(
     stage_integrate(model, ws, q, h, q_next, v_next);
     if !(finite(q_next) && finite(v_next)) {
         info.status = StepStatus::NonFinite;
+    } else if v_next.iter().any(|x| x.abs() > settings.max_speed) {
+        info.status = StepStatus::Diverged;
     }
     info
 }
