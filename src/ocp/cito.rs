@@ -8,8 +8,16 @@
 //! actuator torques as controls (no PD: the controls are the torques), and a terminal knot.
 //! Every knot pays the [`PoseCost`] toward the target (base position, orientation through the
 //! SO(3) log, posture toward the start, joint and base velocities, effort, and the optional
-//! foot clearance), the terminal knot `terminal` times the state part. The initial guess holds the start: the torques of the
-//! scene's PD controller at the settled state, at every knot.
+//! foot clearance), the terminal knot `terminal` times the state part. With `ramp > 0` the
+//! running knots pay a reference that moves from the start pose to the target over that
+//! fraction of the horizon ([`Ramp`]: linear in position, along the geodesic in rotation), so
+//! that a locomotion task asks for progress at every knot. The initial guess holds the start:
+//! the torques of the scene's PD controller at the settled state, at every knot
+//! ([`InitialGuess::Hold`]), or the torques that PD applies in closed loop from the start
+//! ([`InitialGuess::Controller`], for horizons long enough that an open-loop hold drifts).
+//!
+//! Every knot's step starts without a warm start (`ContactAction`), so the interior-point
+//! solution is a function of the knot's `(x, u)` alone and the report's replay is the plan.
 //!
 //! # Report ([`CitoReport`])
 //! The trajectory is replayed knot by knot through the same step (so what is reported is what
@@ -151,6 +159,29 @@ pub struct CitoSettings {
     pub kappa: f64,
     #[serde(default = "crate::diff::sensitivity::default_delta", deserialize_with = "crate::validate::non_negative")]
     pub delta: f64,
+    /// Fraction of the horizon over which the running knots' pose reference moves from the
+    /// start to the target, linearly (position) and along the geodesic (rotation), then holds
+    /// [0: every knot pays the target]. A moving reference asks for progress at every knot
+    /// (a walk), where a fixed target rewards the quickest lean toward it.
+    #[serde(default, deserialize_with = "crate::validate::non_negative")]
+    pub ramp: f64,
+    /// The controls DDP starts from \[hold\].
+    #[serde(default)]
+    pub guess: InitialGuess,
+}
+
+/// The initial control sequence of a CITO solve.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InitialGuess {
+    /// The torque the scene's controller applies at the start, at every knot ([`hold_torque`]):
+    /// open loop, so a start that is not at rest drifts away from it over a long horizon.
+    #[default]
+    Hold,
+    /// The torques the scene's controller applies in closed loop from the start, rolled out at
+    /// the knot step ([`controller_guess`]): the stance the controller holds, which the open-loop
+    /// replay of those torques reproduces.
+    Controller,
 }
 
 /// The defaults (those of an empty `cito: ()` in a scene file).
@@ -167,6 +198,8 @@ impl Default for CitoSettings {
             sensitivity: SensitivityKind::default(),
             kappa: crate::diff::DEFAULT_KAPPA,
             delta: crate::diff::DEFAULT_DELTA,
+            ramp: 0.0,
+            guess: InitialGuess::Hold,
         }
     }
 }
@@ -205,6 +238,7 @@ impl CitoSettings {
             .count("iterations", self.iterations, 1, 100_000)
             .positive("kappa", self.kappa)
             .non_negative("delta", self.delta);
+        c.check((0.0..=1.0).contains(&self.ramp), "ramp", || format!("{} is outside [0, 1]", self.ramp));
         check_horizon(&mut c, self.horizon, self.knot_dt);
         c.finish()?;
         self.weights.validate().map_err(|e| e.within("CitoSettings", "weights"))
@@ -254,6 +288,31 @@ pub struct CitoProblem {
     pub ddp: Settings,
     /// Optional foot clearance term on every knot.
     pub clearance: Option<FootClearance>,
+    /// Optional moving reference for the running knots (`CitoSettings::ramp`).
+    pub ramp: Option<Ramp>,
+    /// Initial controls per knot; `None`: `u_guess` at every knot.
+    pub guess: Option<Vec<DVector<f64>>>,
+}
+
+/// A reference that moves from the start pose to the cost's target over the first `fraction`
+/// of the running knots: knot `k` pays `p(s) = p0 + s (p* - p0)`, `R(s) = exp(s log(R* R0^T)) R0`
+/// with `s = min(1, k / (fraction T))`. The terminal knot pays the target.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ramp {
+    pub position: Vector3<f64>,
+    pub rotation: Matrix3<f64>,
+    pub fraction: f64,
+}
+
+impl Ramp {
+    /// The reference pose of running knot `k` of `knots` toward `target`.
+    pub fn at(&self, k: usize, knots: usize, target: (Vector3<f64>, Matrix3<f64>)) -> (Vector3<f64>, Matrix3<f64>) {
+        let s = (k as f64 / (self.fraction * knots as f64).max(1e-12)).min(1.0);
+        let p = self.position + s * (target.0 - self.position);
+        let w = crate::spatial::lie::log3(&(target.1 * self.rotation.transpose()));
+        let r = Rotation3::from_scaled_axis(w * s).matrix() * self.rotation;
+        (p, r)
+    }
 }
 
 /// The clearance term of `weights` (`None` at zero weight).
@@ -274,6 +333,27 @@ pub fn pose_cost(q_start: &DVector<f64>, position: Vector3<f64>, rotation: Matri
         w_base_velocity: w.base_velocity,
         w_control: w.control,
     }
+}
+
+/// The torques `sim`'s controller applies over `knots` steps of `knot_dt` in closed loop from its
+/// present state (no pulls), including the implicit damping term: replayed open loop through
+/// the knot step they reproduce the controller's trajectory. A step that fails ends the rollout;
+/// the remaining knots repeat the last torque.
+pub fn controller_guess(sim: &Simulation, knots: usize, knot_dt: f64) -> Vec<DVector<f64>> {
+    let mut s = sim.clone();
+    s.pulls.clear();
+    s.settings.dt = knot_dt;
+    let mut out: Vec<DVector<f64>> = Vec::with_capacity(knots);
+    while out.len() < knots {
+        s.ws.reset_warm_start();
+        if !s.step().status.advanced() {
+            break;
+        }
+        out.push(s.u.clone());
+    }
+    let last = out.last().cloned().unwrap_or_else(|| hold_torque(sim));
+    out.resize(knots, last);
+    out
 }
 
 /// The torque the simulation's controller applies at its current state (plus its control
@@ -325,28 +405,39 @@ impl CitoProblem {
             sensitivity,
             ddp: Settings { max_iterations: spec.iterations, ..Default::default() },
             clearance: clearance(&spec.weights),
+            guess: (spec.guess == InitialGuess::Controller).then(|| controller_guess(sim, spec.knots(), spec.knot_dt)),
+            ramp: (spec.ramp > 0.0).then_some(Ramp { position: base.trans, rotation: base.rot, fraction: spec.ramp }),
         })
     }
 
     /// The shooting problem: `knots` copies of one running model and the terminal model.
     pub fn shooting(&self) -> ShootingProblem {
-        let action = |terminal| {
+        let action = |cost: PoseCost, terminal| {
             let mut a = ContactAction::new(
                 self.model.clone(),
                 self.terrain.clone(),
                 self.settings,
                 self.sensitivity,
-                self.cost.clone(),
+                cost,
                 terminal,
             );
             a.clearance = self.clearance;
             a
         };
-        let running: Arc<dyn ActionModel> = Arc::new(action(None));
+        let running: Vec<Arc<dyn ActionModel>> = match &self.ramp {
+            None => vec![Arc::new(action(self.cost.clone(), None)) as Arc<dyn ActionModel>; self.knots],
+            Some(ramp) => (0..self.knots)
+                .map(|k| {
+                    let (p, r) = ramp.at(k, self.knots, (self.cost.base_position, self.cost.base_rotation));
+                    let cost = PoseCost { base_position: p, base_rotation: r, ..self.cost.clone() };
+                    Arc::new(action(cost, None)) as Arc<dyn ActionModel>
+                })
+                .collect(),
+        };
         ShootingProblem {
             x0: self.x0.clone(),
-            running: vec![running; self.knots],
-            terminal: Arc::new(action(Some(self.terminal_weight))),
+            running,
+            terminal: Arc::new(action(self.cost.clone(), Some(self.terminal_weight))),
         }
     }
 }
@@ -392,7 +483,7 @@ pub struct CitoReport {
 /// `observe` sees every accepted iteration.
 pub fn solve(p: &CitoProblem, cancel: Option<&AtomicBool>, observe: &mut dyn FnMut(&IterationInfo)) -> CitoReport {
     let mut ddp = Ddp::new(p.shooting(), p.ddp);
-    let guess = vec![p.u_guess.clone(); p.knots];
+    let guess = p.guess.clone().unwrap_or_else(|| vec![p.u_guess.clone(); p.knots]);
     let started = Instant::now();
     let info = ddp.solve_observed(Some(&guess), cancel, observe);
     let solve_time = started.elapsed().as_secs_f64();
@@ -417,6 +508,8 @@ pub fn evaluate(p: &CitoProblem, xs: &[DVector<f64>], us: &[DVector<f64>], info:
         // contact geometry (its impulse is not reported).
         let u = &us[i.min(us.len() - 1)];
         let (q, v) = (&x.as_slice()[..nq], &x.as_slice()[nq..]);
+        // As in `ContactAction`: every knot's step is a function of (x, u) alone.
+        ws.reset_warm_start();
         let st = step(
             m,
             &p.terrain,
@@ -465,8 +558,7 @@ pub fn evaluate(p: &CitoProblem, xs: &[DVector<f64>], us: &[DVector<f64>], info:
     let last = replayed.last().expect("at least the start");
     let b = free_flyer_placement(&last.as_slice()[..7]);
     let pose_error_m = (b.trans - p.cost.base_position).norm();
-    let pose_error_deg =
-        Rotation3::from_matrix_unchecked(p.cost.base_rotation.transpose() * b.rot).angle().to_degrees();
+    let pose_error_deg = crate::spatial::lie::log3(&(p.cost.base_rotation.transpose() * b.rot)).norm().to_degrees();
     let names: Vec<String> = feet.iter().map(|&k| m.contact_points[k].name.clone()).collect();
     let feet_repositioned = repositioned(&knots).into_iter().map(|f| names[f].clone()).collect();
     let footfalls = footfalls(&knots);
@@ -505,6 +597,35 @@ pub fn footfalls(knots: &[Knot]) -> Vec<usize> {
             count
         })
         .collect()
+}
+
+/// [`footfalls`] counted as a run goes, one gap per foot per step (closed-loop runs).
+#[derive(Clone, Debug, Default)]
+pub struct FootfallCounter {
+    pub counts: Vec<usize>,
+    lifted: Vec<bool>,
+}
+
+impl FootfallCounter {
+    pub fn new(feet: usize) -> Self {
+        Self { counts: vec![0; feet], lifted: vec![false; feet] }
+    }
+
+    /// Records one step's gaps, in foot order.
+    pub fn record(&mut self, gaps: impl Iterator<Item = f64>) {
+        for (f, g) in gaps.enumerate().take(self.counts.len()) {
+            if g >= FOOTFALL_LIFT {
+                self.lifted[f] = true;
+            } else if self.lifted[f] && g <= CONTACT_GAP {
+                self.counts[f] += 1;
+                self.lifted[f] = false;
+            }
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        self.counts.iter().sum()
+    }
 }
 
 /// Indices of the repositioned feet (module docs).
@@ -548,6 +669,10 @@ pub struct CitoSummary {
     /// solve did not converge; counted over every derivative sweep of the solve.
     pub fallback_jacobians: usize,
     pub unconverged_jacobians: usize,
+    /// Height of each foot's contact point at the final knot (m): 0 on the ground, the
+    /// platform's height on a step.
+    #[serde(default)]
+    pub final_foot_height: std::collections::BTreeMap<String, f64>,
 }
 
 impl CitoReport {
@@ -567,6 +692,33 @@ impl CitoReport {
             footfalls: self.feet.iter().cloned().zip(self.footfalls.iter().copied()).collect(),
             fallback_jacobians: self.info.fallback_jacobians,
             unconverged_jacobians: self.info.unconverged_jacobians,
+            final_foot_height: match self.knots.last() {
+                Some(k) => self.feet.iter().cloned().zip(k.feet.iter().map(|p| p[2])).collect(),
+                None => Default::default(),
+            },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ramp_interpolates_position_and_rotation_and_holds() {
+        let r0 = *Rotation3::from_euler_angles(0.01, -0.02, 0.3).matrix();
+        let ramp = Ramp { position: Vector3::new(0.0, 0.0, 0.3), rotation: r0, fraction: 0.5 };
+        // A target equal to the start (as a yaw of 0 gives): finite, and the start at every knot.
+        for k in 0..10 {
+            let (p, r) = ramp.at(k, 10, (ramp.position, r0));
+            assert!((p - ramp.position).norm() < 1e-15 && (r - r0).norm() < 1e-12, "knot {k}");
+        }
+        let target = (Vector3::new(0.2, 0.0, 0.3), *Rotation3::from_euler_angles(0.0, 0.0, 0.5).matrix() * r0);
+        let (p, r) = ramp.at(2, 10, target);
+        assert!((p.x - 0.08).abs() < 1e-12);
+        let half = Rotation3::from_matrix_unchecked(r * r0.transpose()).angle();
+        assert!((half - 0.2).abs() < 1e-9, "{half}");
+        let (p, r) = ramp.at(7, 10, target);
+        assert!((p - target.0).norm() < 1e-15 && (r - target.1).norm() < 1e-12);
     }
 }

@@ -9,7 +9,8 @@ use std::path::Path;
 
 /// CITO summary: base position (per axis, relative to the start) and orientation error over
 /// the plan with the targets dashed, the cost per DDP iteration, and each foot's contact strip
-/// (green: in contact, grey: not).
+/// (green: in contact, grey: not), labelled with its footfalls: the stance/swing pattern
+/// that emerged.
 pub fn cito_png(r: &CitoReport, target: &[f64; 3], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     fonts();
     let root = BitMapBackend::new(path, (1200, 900)).into_drawing_area();
@@ -85,7 +86,7 @@ pub fn cito_png(r: &CitoReport, target: &[f64; 3], path: &Path) -> Result<(), Bo
         }))?;
         let moved = if r.feet_repositioned.contains(name) { " (repositioned)" } else { "" };
         strip.draw_series(std::iter::once(Text::new(
-            format!("{name}{moved}"),
+            format!("{name}: {} footfalls{moved}", r.footfalls.get(f).copied().unwrap_or(0)),
             (0.0, y + 0.75),
             ("sans-serif", 15).into_font().color(&BLACK),
         )))?;

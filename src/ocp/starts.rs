@@ -15,6 +15,7 @@ use crate::validate::{Checker, SettingsError};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Size of the perturbations (defaults in brackets).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -65,6 +66,9 @@ pub fn perturbed(initial: &Simulation, settle: f64, noise: &StartNoise, seed: u6
     Ok(out)
 }
 
+/// Footfalls every foot must take for a successful run to count as *stepping*.
+pub const STEPPING_FOOTFALLS: usize = 2;
+
 /// Whether a run met the task (module docs).
 pub fn succeeded(s: &CitoSummary) -> bool {
     s.pose_error_m <= 0.01 && s.pose_error_deg <= 3.0 && s.max_penetration_m <= 1e-4 && s.max_cone_violation <= 1e-9
@@ -97,6 +101,27 @@ pub struct StartsRow {
     /// Knot derivatives from a fallback sensitivity, and unconverged ones, over all runs.
     pub fallback_jacobians: usize,
     pub unconverged_jacobians: usize,
+    /// Mean footfalls per foot, and the runs that succeeded with at least
+    /// [`STEPPING_FOOTFALLS`] on every foot.
+    #[serde(default)]
+    pub footfalls_mean: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub succeeded_stepping: usize,
+    /// Mean height of each foot at the final knot (m).
+    #[serde(default)]
+    pub final_foot_height_mean: BTreeMap<String, f64>,
+}
+
+/// Mean over `runs` of a per-foot value, per foot name of the first run.
+fn per_foot(runs: &[CitoSummary], value: impl Fn(&CitoSummary, &str) -> Option<f64>) -> BTreeMap<String, f64> {
+    runs[0]
+        .footfalls
+        .keys()
+        .map(|f| {
+            let v: Vec<f64> = runs.iter().filter_map(|r| value(r, f)).collect();
+            (f.clone(), v.iter().sum::<f64>() / v.len().max(1) as f64)
+        })
+        .collect()
 }
 
 /// Summarizes one sensitivity's runs (all of the same sensitivity; at least one).
@@ -120,6 +145,12 @@ pub fn summarize(runs: &[CitoSummary]) -> StartsRow {
         repositioned_runs: runs.iter().filter(|r| !r.feet_repositioned.is_empty()).count(),
         fallback_jacobians: runs.iter().map(|r| r.fallback_jacobians).sum(),
         unconverged_jacobians: runs.iter().map(|r| r.unconverged_jacobians).sum(),
+        footfalls_mean: per_foot(runs, |r, f| r.footfalls.get(f).map(|&n| n as f64)),
+        succeeded_stepping: runs
+            .iter()
+            .filter(|r| succeeded(r) && r.footfalls.values().all(|&n| n >= STEPPING_FOOTFALLS))
+            .count(),
+        final_foot_height_mean: per_foot(runs, |r, f| r.final_foot_height.get(f).copied()),
     }
 }
 
