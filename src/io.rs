@@ -1,6 +1,7 @@
 //! File output that never leaves a half-written file behind: everything is written to a
 //! temporary file in the destination's directory and renamed over the destination only once
-//! complete and flushed (rename is atomic on POSIX file systems).
+//! complete and flushed (rename is atomic on POSIX file systems). Also the stamp that says
+//! where a result file was produced ([`machine_stamp`]).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -84,6 +85,49 @@ pub fn write_atomic_with<E: std::fmt::Display>(
     }
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Where and when a result was produced: the git revision of the working directory (with
+/// `-dirty` if it has uncommitted changes; `unknown` outside a git checkout), host name, CPU
+/// model and count, the 1/5/15-minute load average (Linux; empty elsewhere) and the UTC time
+/// (seconds since the epoch). Written into result files so a reader can tell which code on
+/// which machine under what load gave the numbers.
+pub fn machine_stamp() -> serde_json::Value {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let revision = match git(&["rev-parse", "HEAD"]) {
+        Some(rev) => {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+            if dirty {
+                format!("{rev}-dirty")
+            } else {
+                rev
+            }
+        }
+        None => "unknown".into(),
+    };
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let cpu = read("/proc/cpuinfo")
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let load: Vec<f64> = read("/proc/loadavg").split_whitespace().take(3).filter_map(|x| x.parse().ok()).collect();
+    serde_json::json!({
+        "git_revision": revision,
+        "host": read("/proc/sys/kernel/hostname").trim(),
+        "cpu": cpu,
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "load_average": load,
+        "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
     })
 }
 

@@ -155,9 +155,18 @@ enum Command {
         /// DDP iterations per control period; defaults to the scene's.
         #[arg(long)]
         iterations: Option<usize>,
-        /// exact, signorini or relaxed; defaults to the scene's.
+        /// exact, signorini or relaxed; defaults to the scene's (with --pull-sweep: all three).
         #[arg(long)]
         sensitivity: Option<String>,
+        /// Pull sweep instead of the scene's pulls: forces FROM:TO:STEP (N), e.g. 20:200:20, each
+        /// held 0.3 s from 0.5 s after control takes over, applied from the same settled start to
+        /// MPC with each sensitivity and to the scene's own joint PD. Writes DIR/pull_sweep.md,
+        /// pull_sweep.csv and pull_sweep.json (needs --out).
+        #[arg(long, value_name = "FROM:TO:STEP")]
+        pull_sweep: Option<String>,
+        /// Directions of the sweep's pulls: lateral (+y), forward (+x), comma-separated.
+        #[arg(long, default_value = "lateral,forward")]
+        directions: String,
         /// Output directory.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -345,7 +354,10 @@ pub fn run() -> Result<()> {
         Some(Command::Cito { scene, sensitivity, iterations, kappa, delta, starts: None, out, .. }) => {
             optimize::cito(&scene, sensitivity, iterations, kappa, delta, &out)
         }
-        Some(Command::Mpc { scene, duration, iterations, sensitivity, out }) => {
+        Some(Command::Mpc { scene, iterations, sensitivity, pull_sweep: Some(forces), directions, out, .. }) => {
+            optimize::mpc_pull_sweep(&scene, iterations, sensitivity, &forces, &directions, out.as_deref())
+        }
+        Some(Command::Mpc { scene, duration, iterations, sensitivity, pull_sweep: None, out, .. }) => {
             optimize::mpc(&scene, duration, iterations, sensitivity, out.as_deref())
         }
         Some(Command::Contactnets { command }) => contactnets::contactnets(command),

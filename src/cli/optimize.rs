@@ -196,6 +196,137 @@ pub fn run_mpc(scene: &Scene, settings: &MpcSettings, dir: Option<&Path>) -> Res
     Ok(r)
 }
 
+/// `contactlab mpc --pull-sweep`: every pull of the sweep for MPC with each sensitivity (or the
+/// one named) and for the scene's own controller, from the same settled start.
+pub fn mpc_pull_sweep(
+    scene: &Path,
+    iterations: Option<usize>,
+    sensitivity: Option<String>,
+    forces: &str,
+    directions: &str,
+    out: Option<&Path>,
+) -> Result<()> {
+    use contactlab::ocp::pull_sweep::{
+        largest_recovered, pull_sweep, PullDirection, PullSweepSettings, SweepController,
+    };
+    let out = out.context("--pull-sweep needs --out DIR")?;
+    let sc = Scene::load(scene)?;
+    let mut settings = sc.mpc_settings()?;
+    if let Some(n) = iterations {
+        settings.iterations = n.max(1);
+    }
+    let forces = PullSweepSettings::parse_forces(forces).map_err(|e| anyhow::anyhow!("--pull-sweep: {e}"))?;
+    let directions = directions
+        .split(',')
+        .map(|d| d.parse::<PullDirection>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!("--directions: {e}"))?;
+    let sweep = PullSweepSettings { forces, directions, ..PullSweepSettings::default() };
+    let kinds: Vec<SensitivityKind> = match sensitivity.as_deref() {
+        None | Some("all") => vec![SensitivityKind::Exact, SensitivityKind::Signorini, SensitivityKind::Relaxed],
+        Some(s) => vec![s.parse()?],
+    };
+    let mut controllers: Vec<SweepController> =
+        kinds.iter().map(|k| SweepController::Mpc(k.with(settings.kappa, settings.delta))).collect();
+    controllers.push(SweepController::Baseline);
+    let start = sc.settled(settings.settle)?;
+    let machine = contactlab::io::machine_stamp();
+    let runs = pull_sweep(&start, &controllers, &settings, &sweep, None, &mut |o| {
+        eprintln!(
+            "  {:>8} {:>6.0} N  {:<16} {}  max {:6.1} mm  final {:6.1} mm  footfalls {}{}{}",
+            o.direction.name(),
+            o.force_n,
+            o.controller,
+            if o.recovered { "recovered" } else { "not recovered" },
+            1e3 * o.max_base_error_m,
+            1e3 * o.final_base_error_m,
+            o.footfalls,
+            if o.trunk_touched { ", trunk touched" } else { "" },
+            if o.failed_replans > 0 { format!(", {} failed replans", o.failed_replans) } else { String::new() }
+        )
+    })?;
+    let names: Vec<String> = controllers.iter().map(|c| c.name()).collect();
+    let mut md = format!(
+        "# {}: pull sweep ({} s pulls on the {} from {} s after control takes over; recovered = back within {} cm within {} s after the pull and still there {} s later, trunk never on the ground, no failed step; single runs from one settled start)\n\n",
+        sc.file.name, sweep.duration, sweep.body, sweep.start, 100.0 * sweep.tolerance, sweep.recovery_time, sweep.hold
+    );
+    let mut summary = Vec::new();
+    for &d in &sweep.directions {
+        let _ = writeln!(md, "## {} pulls: recovered? (footfalls)\n", d.name());
+        let _ = write!(md, "| controller |");
+        for f in &sweep.forces {
+            let _ = write!(md, " {f:.0} N |");
+        }
+        let _ = writeln!(md, " largest force recovered (N) | replan ms median / p95 / max | failed replans |");
+        let _ = writeln!(md, "|---|{}---|---|---|", "---|".repeat(sweep.forces.len()));
+        for name in &names {
+            let these: Vec<_> = runs.iter().filter(|o| &o.controller == name && o.direction == d).collect();
+            let _ = write!(md, "| {name} |");
+            for o in &these {
+                let _ = write!(md, " {} ({}) |", if o.recovered { "yes" } else { "no" }, o.footfalls);
+            }
+            let largest = largest_recovered(&runs, name, d);
+            let mut ms: Vec<f64> = these.iter().map(|o| o.solve_ms_max).filter(|x| x.is_finite()).collect();
+            ms.sort_by(f64::total_cmp);
+            let med = |v: Vec<f64>| {
+                let mut v = v;
+                v.sort_by(f64::total_cmp);
+                if v.is_empty() {
+                    f64::NAN
+                } else {
+                    v[v.len() / 2]
+                }
+            };
+            let (m50, m95) = (
+                med(these.iter().map(|o| o.solve_ms_median).filter(|x| x.is_finite()).collect()),
+                med(these.iter().map(|o| o.solve_ms_p95).filter(|x| x.is_finite()).collect()),
+            );
+            let timing = if m50.is_finite() {
+                format!("{m50:.2} / {m95:.2} / {:.2}", ms.last().copied().unwrap_or(f64::NAN))
+            } else {
+                "-".into()
+            };
+            let failed: usize = these.iter().map(|o| o.failed_replans).sum();
+            let _ = writeln!(md, " {largest:.0} | {timing} | {failed} |");
+            summary.push(serde_json::json!({ "controller": name, "direction": d, "largest_recovered_n": largest, "failed_replans": failed }));
+        }
+        md.push('\n');
+    }
+    md.push_str("Replan times: the median over the runs of each run's median and p95, and the largest of all.\n");
+    print!("{md}");
+    std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let mut csv = String::from("direction,force_n,controller,recovered,recovery_time_s,max_base_error_m,final_base_error_m,footfalls,trunk_touched,failed_steps,failed_replans,solve_ms_median,solve_ms_p95,solve_ms_max\n");
+    for o in &runs {
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            o.direction.name(),
+            o.force_n,
+            o.controller,
+            o.recovered,
+            o.recovery_time_s.map(|t| t.to_string()).unwrap_or_default(),
+            o.max_base_error_m,
+            o.final_base_error_m,
+            o.footfalls,
+            o.trunk_touched,
+            o.failed_steps,
+            o.failed_replans,
+            o.solve_ms_median,
+            o.solve_ms_p95,
+            o.solve_ms_max
+        );
+    }
+    let json = serde_json::json!({
+        "scene": sc.file.name, "machine": machine, "sweep": sweep, "mpc": settings,
+        "largest_recovered": summary, "runs": runs,
+    });
+    write_atomic(&out.join("pull_sweep.md"), md.as_bytes())?;
+    write_atomic(&out.join("pull_sweep.csv"), csv.as_bytes())?;
+    write_atomic(&out.join("pull_sweep.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
+    println!("wrote {}/pull_sweep.md, pull_sweep.csv and pull_sweep.json", out.display());
+    Ok(())
+}
+
 /// `contactlab cito`.
 pub fn cito(
     scene: &Path,
@@ -277,7 +408,7 @@ pub fn cito_starts(
         seed + n as u64 - 1
     );
     write_atomic(&out.join("starts.md"), md.as_bytes())?;
-    let json = serde_json::json!({ "scene": sc.file.name, "seed": seed, "noise": noise, "rows": rows, "runs": runs });
+    let json = serde_json::json!({ "scene": sc.file.name, "machine": contactlab::io::machine_stamp(), "seed": seed, "noise": noise, "rows": rows, "runs": runs });
     write_atomic(&out.join("starts.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
     println!("wrote {}/starts.md and starts.json", out.display());
     Ok(())
@@ -286,12 +417,12 @@ pub fn cito_starts(
 /// One line per sensitivity: successes, final cost, pose error and iterations as mean ± std.
 pub fn starts_table(rows: &[StartsRow]) -> String {
     let mut s = String::from(
-        "| sensitivity | succeeded | final cost | pose error (mm) | iterations | time (s) | runs repositioning a foot | fallback / unconverged Jacobians |\n|---|---|---|---|---|---|---|---|\n",
+        "| sensitivity | succeeded | final cost | pose error (mm) | iterations | time (s) | runs repositioning a foot | footfalls per foot (mean) | succeeded with 2+ footfalls per foot | fallback / unconverged Jacobians |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let _ = writeln!(
             s,
-            "| {} | {}/{} | {:.4} ± {:.4} | {:.1} ± {:.1} | {:.1} ± {:.1} | {:.2} | {} | {} / {} |",
+            "| {} | {}/{} | {:.4} ± {:.4} | {:.1} ± {:.1} | {:.1} ± {:.1} | {:.2} | {} | {} | {}/{} | {} / {} |",
             r.sensitivity,
             r.succeeded,
             r.starts,
@@ -303,6 +434,13 @@ pub fn starts_table(rows: &[StartsRow]) -> String {
             r.iterations_std,
             r.solve_time_s_mean,
             r.repositioned_runs,
+            r.footfalls_mean
+                .iter()
+                .map(|(f, n)| format!("{} {n:.1}", f.trim_end_matches("_foot")))
+                .collect::<Vec<_>>()
+                .join(", "),
+            r.succeeded_stepping,
+            r.starts,
             r.fallback_jacobians,
             r.unconverged_jacobians
         );

@@ -215,6 +215,15 @@ impl Ddp {
         &self.gains
     }
 
+    /// Replaces the trajectory and gains (MPC's fall back to its previous plan after a replan
+    /// failed); the lengths must be those of the problem.
+    pub fn restore(&mut self, xs: &[DVector<f64>], us: &[DVector<f64>], gains: &[DMatrix<f64>]) {
+        assert!(xs.len() == self.xs.len() && us.len() == self.us.len() && gains.len() == self.gains.len());
+        self.xs.clone_from_slice(xs);
+        self.us.clone_from_slice(us);
+        self.gains.clone_from_slice(gains);
+    }
+
     /// Solves from the initial guess `us` (or the current controls if `None`; states are
     /// rolled out from `x0`). `cancel` is polled between passes.
     pub fn solve(&mut self, us: Option<&[DVector<f64>]>, cancel: Option<&AtomicBool>) -> Info {

@@ -14,4 +14,5 @@ pub use contact::{ContactAction, FootClearance, PoseCost};
 pub mod cito;
 pub mod cito_plot;
 pub mod mpc;
+pub mod pull_sweep;
 pub mod starts;

@@ -14,6 +14,12 @@
 //! Control window drives the robot with it; [`run_closed_loop`] runs it against a
 //! [`Simulation`] with the scene's pulls, which MPC does not know about (an unmodelled
 //! disturbance), and measures the base's tracking error.
+//! A replan that fails (its rollout or derivatives non-finite, from the shifted warm start and
+//! again from the hold-the-stance guess) does not stop the loop: MPC keeps its previous plan,
+//! shifted one knot (states, controls and feedback gains), follows it, and counts the failure
+//! (`CycleInfo::kept_previous`, `MpcSummary::failed_replans`). A simulator step that fails ends
+//! a closed-loop run as not recovered (`MpcSummary::failed_steps`) instead of discarding it.
+//!
 //! *Recovered* means: the base position is within `recovery_tolerance` of its target at every
 //! simulator step from at most `recovery_time` after the last pull ends to the end of the run
 //! (which must last that long).
@@ -25,7 +31,7 @@ use super::cito::{
 use super::ddp::{Ddp, Settings, Status};
 use crate::diff::{Sensitivity, SensitivityKind};
 use crate::model::configuration::free_flyer_placement;
-use crate::sim::{Controller, Pull, Simulation, StepStatus};
+use crate::sim::{Controller, Pull, Simulation};
 use crate::validate::{Checker, SettingsError};
 use nalgebra::{DVector, Matrix3, Vector3};
 use serde::{Deserialize, Serialize};
@@ -137,12 +143,6 @@ pub enum MpcError {
     KnotStep { knot_dt: f64, dt: f64 },
     #[error("MPC has not been engaged")]
     NotEngaged,
-    /// A replan's rollout or derivatives went non-finite: there is no plan to follow.
-    #[error("the replan at t = {t:.3} s produced a non-finite plan")]
-    NonFinitePlan { t: f64 },
-    /// The simulator could not advance (closed loop only).
-    #[error("the simulator step at t = {t:.3} s failed: {status:?}")]
-    StepFailed { t: f64, status: StepStatus },
 }
 
 /// Simulator steps per knot: `knot_dt / dt`, which must be a whole number.
@@ -186,6 +186,9 @@ pub struct CycleInfo {
     pub fallback_jacobians: usize,
     #[serde(default)]
     pub unconverged_jacobians: usize,
+    /// The replan failed and MPC follows its previous plan, shifted (module docs).
+    #[serde(default)]
+    pub kept_previous: bool,
 }
 
 /// The receding-horizon controller: the shooting problem and its warm start.
@@ -220,24 +223,28 @@ impl Mpc {
 
     /// Shifts the previous solution one knot (the last control repeated) and replans from `x`.
     /// A replan whose rollout or derivatives fail (`NonFinite`) is retried once from the
-    /// hold-the-stance guess.
+    /// hold-the-stance guess; if that fails too, the previous plan, shifted one knot, is put
+    /// back (status still `NonFinite`: the caller counts it and follows the kept plan).
     pub fn replan(&mut self, x: &DVector<f64>, cancel: Option<&AtomicBool>) -> super::Info {
+        let kept = (self.ddp.xs.clone(), self.ddp.us.clone(), self.ddp.gains().to_vec());
         let info = self.replan_shifted(x, cancel);
         if info.status != Status::NonFinite {
             return info;
         }
         let guess = vec![self.u_hold.clone(); self.ddp.us.len()];
-        self.ddp.solve(Some(&guess), cancel)
+        let info = self.ddp.solve(Some(&guess), cancel);
+        if info.status == Status::NonFinite {
+            let (mut xs, mut us, mut gains) = kept;
+            shift(&mut xs);
+            shift(&mut us);
+            shift(&mut gains);
+            self.ddp.restore(&xs, &us, &gains);
+        }
+        info
     }
 
     fn replan_shifted(&mut self, x: &DVector<f64>, cancel: Option<&AtomicBool>) -> super::Info {
-        let us = &mut self.ddp.us;
-        if us.len() > 1 {
-            us.rotate_left(1);
-            let n = us.len();
-            let last = us[n - 2].clone();
-            us[n - 1].copy_from(&last);
-        }
+        shift(&mut self.ddp.us);
         self.ddp.problem.x0.copy_from(x);
         self.ddp.settings.max_iterations = self.iterations;
         self.ddp.solve(None, cancel)
@@ -309,6 +316,15 @@ impl Mpc {
     }
 }
 
+/// Moves a sequence one knot earlier, repeating its last element.
+fn shift<T: Clone>(v: &mut [T]) {
+    if v.len() > 1 {
+        v.rotate_left(1);
+        let n = v.len();
+        v[n - 1] = v[n - 2].clone();
+    }
+}
+
 /// MPC driving a running [`Simulation`] (module docs): call [`MpcDriver::engage`] once, then
 /// [`MpcDriver::before_step`] before every `sim.step()`; it replans every `knot_dt` and writes
 /// the feedback torque into `sim.u_offset` at every step.
@@ -374,7 +390,8 @@ impl MpcDriver {
     }
 
     /// Sets the torque for the next step, replanning first at the start of a control period
-    /// (the replan's report is returned then). Fails when a replan produced no usable plan.
+    /// (the replan's report is returned then). A failed replan keeps the previous plan
+    /// (`CycleInfo::kept_previous`); this fails only when MPC is not engaged.
     pub fn before_step(
         &mut self,
         sim: &mut Simulation,
@@ -393,9 +410,6 @@ impl MpcDriver {
             }
             let started = Instant::now();
             let info = mpc.replan(&self.x, cancel);
-            if info.status == Status::NonFinite {
-                return Err(MpcError::NonFinitePlan { t: sim.t - self.t0 });
-            }
             let target = mpc.target().0;
             cycle = Some(CycleInfo {
                 t: sim.t - self.t0,
@@ -406,6 +420,7 @@ impl MpcDriver {
                 base_error_m: (Vector3::new(sim.q[0], sim.q[1], sim.q[2]) - target).norm(),
                 fallback_jacobians: info.fallback_jacobians,
                 unconverged_jacobians: info.unconverged_jacobians,
+                kept_previous: info.status == Status::NonFinite,
             });
         }
         mpc.control(&self.x, self.phase as f64 / self.substeps as f64, &mut self.u);
@@ -492,6 +507,65 @@ pub struct MpcSummary {
     /// backward solve.
     pub fallback_jacobians: usize,
     pub unconverged_jacobians: usize,
+    /// Replans that failed, after which MPC followed its previous plan (module docs).
+    #[serde(default)]
+    pub failed_replans: usize,
+    /// Simulator steps that failed (the run ends at the first).
+    #[serde(default)]
+    pub failed_steps: usize,
+    /// Footfalls per foot over the run: lift-off of at least 1 cm, then touchdown (gap at most
+    /// 5 mm), as `cito::footfalls` counts them.
+    #[serde(default)]
+    pub footfalls: std::collections::BTreeMap<String, usize>,
+    /// Whether a contact candidate other than a foot (a trunk corner) touched the ground
+    /// (gap at most 1 mm).
+    #[serde(default)]
+    pub trunk_touched: bool,
+}
+
+/// What the feet and the trunk did over a closed-loop run, step by step: footfalls per foot,
+/// any foot off the ground (gap above 5 mm), any other contact candidate touching (gap at most
+/// 1 mm).
+pub struct ContactWatch {
+    feet: Vec<usize>,
+    others: Vec<usize>,
+    pub counter: super::cito::FootfallCounter,
+    pub stepped: bool,
+    pub trunk_touched: bool,
+}
+
+impl ContactWatch {
+    pub fn new(sim: &Simulation) -> Self {
+        let cps = &sim.model.contact_points;
+        let (feet, others): (Vec<usize>, Vec<usize>) = (0..cps.len()).partition(|&i| cps[i].name.ends_with("foot"));
+        Self {
+            counter: super::cito::FootfallCounter::new(feet.len()),
+            feet,
+            others,
+            stepped: false,
+            trunk_touched: false,
+        }
+    }
+
+    /// Records the simulation's contact gaps after a step.
+    pub fn record(&mut self, sim: &Simulation) {
+        let phi = &sim.ws.contacts.phi;
+        if phi.len() < self.feet.len() + self.others.len() {
+            return;
+        }
+        self.counter.record(self.feet.iter().map(|&k| phi[k]));
+        self.stepped |= self.feet.iter().any(|&k| phi[k] > 0.005);
+        self.trunk_touched |= self.others.iter().any(|&k| phi[k] <= 1e-3);
+    }
+
+    /// Footfalls per foot name.
+    pub fn footfalls(&self, sim: &Simulation) -> std::collections::BTreeMap<String, usize> {
+        self.feet
+            .iter()
+            .map(|&k| sim.model.contact_points[k].name.clone())
+            .zip(self.counter.counts.iter().copied())
+            .collect()
+    }
 }
 
 /// The MPC's horizon problem of `spec` from the simulation's state (target: the current base
@@ -521,6 +595,8 @@ pub fn horizon_problem(
         sensitivity,
         ddp: Settings { max_iterations: spec.iterations, ..Default::default() },
         clearance: super::cito::clearance(&spec.weights),
+        ramp: None,
+        guess: None,
     }
 }
 
@@ -548,11 +624,10 @@ pub fn run_closed_loop(
     let t0 = sim.t;
     sim.pulls = pulls.iter().map(|p| Pull { start: p.start + t0, ..*p }).collect();
     let pull_end = pulls.iter().map(|p| p.start + p.duration).fold(0.0, f64::max);
-    let feet: Vec<usize> =
-        (0..sim.model.contact_points.len()).filter(|&i| sim.model.contact_points[i].name.ends_with("foot")).collect();
+    let mut watch = ContactWatch::new(&sim);
     let (mut cycles, mut trace) = (Vec::new(), Vec::new());
-    let mut stepped = false;
     let mut cancelled = false;
+    let mut failed_steps = 0;
     let n_steps = (duration / spec.knot_dt).round() as usize * substeps;
     let started = Instant::now();
     let error = |q: &DVector<f64>| (Vector3::new(q[0], q[1], q[2]) - target).norm();
@@ -565,11 +640,11 @@ pub fn run_closed_loop(
             observe(&cycle);
             cycles.push(cycle);
         }
-        let st = sim.step();
-        if !st.status.advanced() {
-            return Err(MpcError::StepFailed { t: sim.t - t0, status: st.status });
+        if !sim.step().status.advanced() {
+            failed_steps += 1;
+            break;
         }
-        stepped |= feet.iter().any(|&k| sim.ws.contacts.phi[k] > 0.005);
+        watch.record(&sim);
         trace.push((sim.t - t0, [sim.q[0], sim.q[1], sim.q[2]], error(&sim.q)));
     }
     let wall = started.elapsed().as_secs_f64();
@@ -578,7 +653,7 @@ pub fn run_closed_loop(
     ms.sort_by(f64::total_cmp);
     let pct = |p: f64| if ms.is_empty() { f64::NAN } else { ms[((p * (ms.len() - 1) as f64).round()) as usize] };
     let errors: Vec<(f64, f64)> = trace.iter().map(|t| (t.0, t.2)).collect();
-    let recovery = if cancelled { None } else { recovery_time(&errors, pull_end, spec) };
+    let recovery = if cancelled || failed_steps > 0 { None } else { recovery_time(&errors, pull_end, spec) };
     let recovered = recovery.is_some();
     let summary = MpcSummary {
         scene: name.to_string(),
@@ -595,10 +670,14 @@ pub fn run_closed_loop(
         duration_s: simulated,
         horizon_knots: driver.knots(),
         iterations_per_cycle: spec.iterations,
-        stepped,
+        stepped: watch.stepped,
         cancelled,
         fallback_jacobians: cycles.iter().map(|c| c.fallback_jacobians).sum(),
         unconverged_jacobians: cycles.iter().map(|c| c.unconverged_jacobians).sum(),
+        failed_replans: cycles.iter().filter(|c| c.kept_previous).count(),
+        failed_steps,
+        footfalls: watch.footfalls(&sim),
+        trunk_touched: watch.trunk_touched,
     };
     Ok(MpcReport { cycles, trace, last_plan: driver.planned_knots(), summary })
 }
