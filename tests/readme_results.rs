@@ -58,11 +58,16 @@ fn cito_row(task: &str, r: &Value) -> String {
     )
 }
 
+/// The CITO tasks of the README's tables, in their order there: the six small base-pose tasks,
+/// the far shift and the four locomotion tasks.
+const CITO_TASKS: [&str; 11] =
+    ["raise", "lower", "shift", "roll", "pitch", "yaw", "far", "walk", "side", "turn", "climb"];
+
 #[test]
 fn the_cito_table_is_the_committed_comparisons() {
     let readme = readme();
     let mut rows = 0;
-    for task in ["raise", "lower", "shift", "roll", "pitch", "yaw", "far"] {
+    for task in CITO_TASKS {
         let file = root().join(format!("docs/results/cito/{task}/comparison.json"));
         let results = json(&file);
         let results = results.as_array().unwrap_or_else(|| panic!("{}: not a list", file.display()));
@@ -78,7 +83,7 @@ fn the_cito_table_is_the_committed_comparisons() {
         let in_readme = readme.lines().filter(|l| l.starts_with(&prefix) && l.split('|').count() == 14).count();
         assert_eq!(in_readme, 3, "README rows for {task}");
     }
-    assert_eq!(rows, 21);
+    assert_eq!(rows, 3 * CITO_TASKS.len());
 }
 
 /// The check above is not vacuous: a changed digit is caught.
@@ -200,7 +205,7 @@ fn the_learning_table_is_the_committed_comparison() {
 #[test]
 fn the_cito_starts_table_is_the_committed_runs() {
     let readme = readme();
-    for task in ["raise", "lower", "shift", "roll", "pitch", "yaw", "far"] {
+    for task in CITO_TASKS {
         let file = root().join(format!("docs/results/cito_starts/{task}/starts.md"));
         let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let rows: Vec<String> = md
@@ -214,5 +219,23 @@ fn the_cito_starts_table_is_the_committed_runs() {
         }
         let runs = json(&file.with_file_name("starts.json"))["runs"].as_array().unwrap().len();
         assert_eq!(runs, 15, "{}: 5 starts x 3 sensitivities", file.display());
+    }
+}
+
+/// The pull-sweep tables: every controller row of each committed `pull_sweep.md` stands in the
+/// README verbatim.
+#[test]
+fn the_pull_sweep_tables_are_the_committed_runs() {
+    let readme = readme();
+    for dir in ["pull_sweep", "pull_sweep_3it"] {
+        let file = root().join(format!("docs/results/mpc/{dir}/pull_sweep.md"));
+        let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| MPC ") || l.starts_with("| joint PD ")).collect();
+        assert_eq!(rows.len(), 8, "{}: 4 controllers x 2 directions", file.display());
+        for row in rows {
+            assert!(readme.lines().any(|l| l == row), "README lacks the row of {}:\n{row}", file.display());
+        }
+        let runs = json(&file.with_file_name("pull_sweep.json"))["runs"].as_array().unwrap().len();
+        assert_eq!(runs, 80, "{}: 10 forces x 2 directions x 4 controllers", file.display());
     }
 }
