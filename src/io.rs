@@ -89,7 +89,7 @@ pub fn write_atomic_with<E: std::fmt::Display>(
 }
 
 /// Where and when a result was produced: the git revision of the working directory (with
-/// `-dirty` if it has uncommitted changes; `unknown` outside a git checkout), host name, CPU
+/// `-dirty` if it has uncommitted changes outside `docs/`; `unknown` outside a git checkout), host name, CPU
 /// model and count, the 1/5/15-minute load average (Linux; empty elsewhere) and the UTC time
 /// (seconds since the epoch). Written into result files so a reader can tell which code on
 /// which machine under what load gave the numbers.
@@ -104,7 +104,9 @@ pub fn machine_stamp() -> serde_json::Value {
     };
     let revision = match git(&["rev-parse", "HEAD"]) {
         Some(rev) => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+            // Result files being rewritten do not make the code dirty.
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs"])
+                .is_some_and(|s| !s.is_empty());
             if dirty {
                 format!("{rev}-dirty")
             } else {
