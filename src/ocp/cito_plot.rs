@@ -86,7 +86,10 @@ pub fn cito_png(r: &CitoReport, target: &[f64; 3], path: &Path) -> Result<(), Bo
         }))?;
         let moved = if r.feet_repositioned.contains(name) { " (repositioned)" } else { "" };
         strip.draw_series(std::iter::once(Text::new(
-            format!("{name}: {} footfalls{moved}", r.footfalls.get(f).copied().unwrap_or(0)),
+            {
+                let n = r.footfalls.get(f).copied().unwrap_or(0);
+                format!("{name}: {n} footfall{}{moved}", if n == 1 { "" } else { "s" })
+            },
             (0.0, y + 0.75),
             ("sans-serif", 15).into_font().color(&BLACK),
         )))?;

@@ -119,7 +119,32 @@ pub(super) fn window_system(
     Ok(())
 }
 
+/// The shipped CITO tasks, compiled in so the list works from any directory: the settings of
+/// each scene's `cito` section (its terrain is not loaded: the climb needs its own scene).
+const CITO_TASKS: [(&str, &str); 11] = [
+    ("raise 4 cm", include_str!("../../../scenes/cito_raise.ron")),
+    ("lower 5 cm", include_str!("../../../scenes/cito_lower.ron")),
+    ("shift 4 cm", include_str!("../../../scenes/cito_shift.ron")),
+    ("roll 0.15 rad", include_str!("../../../scenes/cito_roll.ron")),
+    ("pitch 0.15 rad", include_str!("../../../scenes/cito_pitch.ron")),
+    ("yaw 0.2 rad", include_str!("../../../scenes/cito_yaw.ron")),
+    ("far shift 20 cm", include_str!("../../../scenes/cito_far.ron")),
+    ("walk 0.3 m", include_str!("../../../scenes/cito_walk.ron")),
+    ("walk sideways 0.2 m", include_str!("../../../scenes/cito_side.ron")),
+    ("turn 45 deg", include_str!("../../../scenes/cito_turn.ron")),
+    ("climb 5 cm (its scene)", include_str!("../../../scenes/cito_climb.ron")),
+];
+
 fn cito_ui(u: &mut egui::Ui, s: &mut ControlSettings, cito: &mut CitoState, scene: &Scene, history: &SimHistory) {
+    egui::ComboBox::from_label("task").selected_text("load a shipped task's settings").show_ui(u, |u| {
+        for (name, text) in CITO_TASKS {
+            if u.selectable_label(false, name).clicked() {
+                if let Some(c) = Scene::from_str(text, std::path::Path::new(name)).ok().and_then(|sc| sc.file.cito) {
+                    s.cito = c;
+                }
+            }
+        }
+    });
     u.label("Target base pose, relative to the pose on screen (Shift + drag on the ground moves it):");
     pose_sliders(u, &mut s.cito.target_offset, &mut s.cito.target_rpy);
     u.horizontal(|u| {
@@ -181,7 +206,8 @@ fn cito_ui(u: &mut egui::Ui, s: &mut ControlSettings, cito: &mut CitoState, scen
     }
 }
 
-/// The contact schedule that emerged: one row per foot, a cell per knot (green: in contact).
+/// The contact schedule that emerged: one row per foot, labelled with its footfalls, a cell per
+/// knot (green: in contact).
 fn schedule(u: &mut egui::Ui, r: &CitoReport) {
     let n = r.knots.len();
     if n == 0 {
@@ -198,7 +224,7 @@ fn schedule(u: &mut egui::Ui, r: &CitoReport) {
         painter.text(
             egui::pos2(rect.left(), y),
             egui::Align2::LEFT_TOP,
-            name.trim_end_matches("_foot"),
+            format!("{} {}", name.trim_end_matches("_foot"), r.footfalls.get(f).copied().unwrap_or(0)),
             egui::FontId::monospace(8.0),
             u.visuals().text_color(),
         );
@@ -247,8 +273,8 @@ fn mpc_ui(
     });
     u.weak(
         "Start on a settled stance. With one iteration per cycle it rejects trunk pulls up to about \
-         40 N for 0.3 s; a harder pull can make a replan diverge, and the scene's controller then \
-         takes over again.",
+         40 N for 0.3 s (3 iterations: 60 N sideways, by stepping, but slower than real time); a \
+         failed replan keeps the previous plan, and a harder pull ends in a fall.",
     );
     let t = link.snapshot();
     u.label("Target, relative to the pose at start:");
@@ -266,12 +292,14 @@ fn mpc_ui(
     let pct = |p: f64| ms[((p * (ms.len() - 1) as f64).round()) as usize];
     let last = t.cycles.back().expect("non-empty");
     u.label(format!(
-        "{} cycles; solve median {:.1} ms, p95 {:.1} ms (period {:.0} ms); base error {:.1} cm",
+        "{} cycles; solve median {:.1} ms, p95 {:.1} ms (period {:.0} ms); base error {:.1} cm; \
+         failed replans (plotted window): {}",
         t.total_cycles,
         pct(0.5),
         pct(0.95),
         1e3 * t.period,
-        100.0 * last.base_error_m
+        100.0 * last.base_error_m,
+        t.cycles.iter().filter(|c| c.kept_previous).count()
     ));
     Plot::new("mpc_solve")
         .height(110.0)
