@@ -122,3 +122,53 @@ fn mpc_errors_are_typed() {
     let mut d = MpcDriver::new(MpcSettings::default());
     assert!(matches!(d.engage(&mut cube.simulation()), Err(MpcError::Robot(_))));
 }
+
+/// MPC that steps (docs/results/mpc/pull_sweep_3it): with 3 DDP iterations per replan and the
+/// relaxed sensitivity, MPC recovers from a 60 N lateral pull of 0.3 s by stepping (the feet
+/// lift off and land), while the scene's own joint PD, under the same pull from the same start
+/// and held to the same measure, does not recover.
+#[test]
+fn relaxed_mpc_steps_to_recover_from_a_pull_the_pd_cannot_reject() {
+    use contactlab::diff::Sensitivity;
+    use contactlab::ocp::pull_sweep::{run_pull, PullDirection, PullSweepSettings, SweepController};
+    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_pull.ron")).unwrap();
+    let mut settings = s.mpc_settings().unwrap();
+    settings.iterations = 3;
+    let start = s.settled(settings.settle).unwrap();
+    let sweep = PullSweepSettings::default();
+    let relaxed = Sensitivity::Relaxed { kappa: settings.kappa, delta: settings.delta };
+    let mpc =
+        run_pull(&start, SweepController::Mpc(relaxed), &settings, &sweep, PullDirection::Lateral, 60.0, None).unwrap();
+    eprintln!("MPC: {mpc:?}");
+    assert!(mpc.recovered && mpc.footfalls >= 1 && !mpc.trunk_touched, "{mpc:?}");
+    let pd =
+        run_pull(&start, SweepController::Baseline, &settings, &sweep, PullDirection::Lateral, 60.0, None).unwrap();
+    eprintln!("PD: {pd:?}");
+    assert!(!pd.recovered, "{pd:?}");
+}
+
+/// A replan that fails (here: from a non-finite measured state, so both the shifted warm start and
+/// the hold guess fail) keeps the previous plan shifted one knot, and the feedback control stays
+/// finite; the next replan from a good state plans normally.
+#[test]
+fn a_failed_replan_keeps_the_previous_plan_shifted() {
+    use contactlab::ocp::mpc::{horizon_problem, Mpc};
+    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_pull.ron")).unwrap();
+    let settings = s.mpc_settings().unwrap();
+    let sim = s.settled(settings.settle).unwrap();
+    let hold = contactlab::ocp::cito::hold_torque(&sim);
+    let problem = horizon_problem(&sim, &hold, &settings, settings.sensitivity());
+    let mut mpc = Mpc::new(&problem, 1, 5);
+    let before = mpc.planned_states().to_vec();
+    let mut bad = problem.x0.clone();
+    bad[0] = f64::NAN;
+    assert_eq!(mpc.replan(&bad, None).status, Status::NonFinite);
+    let kept = mpc.planned_states();
+    assert_eq!(kept.len(), before.len());
+    assert_eq!(kept[0], before[1]);
+    assert_eq!(kept[kept.len() - 1], before[before.len() - 1]);
+    let mut u = nalgebra::DVector::zeros(sim.model.nu);
+    mpc.control(&problem.x0, 0.0, &mut u);
+    assert!(u.iter().all(|x| x.is_finite()));
+    assert_ne!(mpc.replan(&problem.x0, None).status, Status::NonFinite);
+}

@@ -1,0 +1,40 @@
+//! One MPC replan cycle on scenes/mpc_pull.ron (30 knots of 10 ms, relaxed sensitivity, from
+//! the settled stance, warm-started by the previous cycle as in closed loop): 1 and 3 DDP
+//! iterations per cycle, against the 10 ms control period they must fit in. Baseline in the
+//! same run: one control period of the simulator under the scene's joint PD (5 steps of 2 ms).
+//!
+//! Run: `cargo bench --no-default-features --bench mpc`.
+
+use contactlab::ocp::cito::hold_torque;
+use contactlab::ocp::mpc::{horizon_problem, Mpc};
+use contactlab::scene::Scene;
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::path::Path;
+
+fn bench(c: &mut Criterion) {
+    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_pull.ron")).unwrap();
+    let settings = s.mpc_settings().unwrap();
+    let sim = s.settled(settings.settle).unwrap();
+    let problem = horizon_problem(&sim, &hold_torque(&sim), &settings, settings.sensitivity());
+    for iterations in [1, 3] {
+        let mut mpc = Mpc::new(&problem, iterations, 10);
+        let x = problem.x0.clone();
+        c.bench_function(&format!("mpc_replan_{iterations}_iteration_30_knots"), |b| {
+            b.iter(|| std::hint::black_box(mpc.replan(&x, None).cost))
+        });
+    }
+    let mut pd = sim.clone();
+    c.bench_function("baseline_simulator_10ms_joint_pd_5_steps", |b| {
+        b.iter(|| {
+            let snapshot = (pd.q.clone(), pd.v.clone());
+            for _ in 0..5 {
+                pd.step();
+            }
+            pd.q = snapshot.0;
+            pd.v = snapshot.1;
+        })
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
