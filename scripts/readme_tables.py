@@ -37,7 +37,7 @@ def main():
                                                       lambda l: not l.startswith("| sensitivity"))]
     head = rows(res / "cito" / "raise" / "comparison.md", lambda l: l.startswith("| sensitivity"))[0]
     lines = replace_table(lines, "| task | sensitivity | status |",
-                          ["| task" + head[1:], "|---" * (head.count("|")) + "|"] + single)
+                          ["| task |" + head[1:], "|---" * (head.count("|")) + "|"] + single)
 
     starts = []
     for t in TASKS:
@@ -45,7 +45,7 @@ def main():
                                                       lambda l: not l.startswith("| sensitivity"))]
     head = rows(res / "cito_starts" / "raise" / "starts.md", lambda l: l.startswith("| sensitivity"))[0]
     lines = replace_table(lines, "| task | sensitivity | succeeded |",
-                          ["| task" + head[1:], "|---" * (head.count("|")) + "|"] + starts)
+                          ["| task |" + head[1:], "|---" * (head.count("|")) + "|"] + starts)
 
     for name, label in [("pull_sweep", "1 DDP iteration per replan"), ("pull_sweep_3it", "3 DDP iterations per replan")]:
         md = (res / "mpc" / name / "pull_sweep.md").read_text().splitlines()
