@@ -239,3 +239,25 @@ fn the_pull_sweep_tables_are_the_committed_runs() {
         assert_eq!(runs, 80, "{}: 10 forces x 2 directions x 4 controllers", file.display());
     }
 }
+
+/// The benchmark rows with a result file (`scripts/reproduce bench`).
+#[test]
+fn the_benchmark_rows_are_the_committed_medians() {
+    let readme = readme();
+    let b = json(&root().join("docs/results/bench/benches.json"));
+    for (name, digits) in [
+        ("ddp_iteration_quadruped_30_knots", 2),
+        ("mpc_replan_1_iteration_30_knots", 2),
+        ("mpc_replan_3_iteration_30_knots", 2),
+        ("baseline_simulator_10ms_joint_pd_5_steps", 3),
+    ] {
+        let v = &b[name];
+        let cell = format!(
+            "{:.digits$} / {:.digits$} ms",
+            f(v, "median_ms"),
+            f(v, "p95_of_sample_means_ms"),
+            digits = digits
+        );
+        assert!(readme.contains(&cell), "README lacks {name}: {cell}");
+    }
+}
