@@ -252,12 +252,8 @@ fn the_benchmark_rows_are_the_committed_medians() {
         ("baseline_simulator_10ms_joint_pd_5_steps", 3),
     ] {
         let v = &b[name];
-        let cell = format!(
-            "{:.digits$} / {:.digits$} ms",
-            f(v, "median_ms"),
-            f(v, "p95_of_sample_means_ms"),
-            digits = digits
-        );
+        let cell =
+            format!("{:.digits$} / {:.digits$} ms", f(v, "median_ms"), f(v, "p95_of_sample_means_ms"), digits = digits);
         assert!(readme.contains(&cell), "README lacks {name}: {cell}");
     }
 }

@@ -46,14 +46,17 @@ fn pose_sliders(u: &mut egui::Ui, offset: &mut [f64; 3], rpy: &mut [f64; 3]) -> 
     let mut changed = false;
     for (i, axis) in ["x", "y", "z"].iter().enumerate() {
         let mut cm = offset[i] * 100.0;
-        if u.add(egui::Slider::new(&mut cm, -20.0..=20.0).text(format!("{axis} (cm)"))).changed() {
+        // Not clamped: a task's target (a 30 cm walk) may lie beyond the slider's travel.
+        let slider = egui::Slider::new(&mut cm, -50.0..=50.0).clamping(egui::SliderClamping::Never);
+        if u.add(slider.text(format!("{axis} (cm)"))).changed() {
             offset[i] = cm / 100.0;
             changed = true;
         }
     }
     for (i, axis) in ["roll", "pitch", "yaw"].iter().enumerate() {
         let mut deg = rpy[i].to_degrees();
-        if u.add(egui::Slider::new(&mut deg, -30.0..=30.0).text(format!("{axis} (deg)"))).changed() {
+        let slider = egui::Slider::new(&mut deg, -60.0..=60.0).clamping(egui::SliderClamping::Never);
+        if u.add(slider.text(format!("{axis} (deg)"))).changed() {
             rpy[i] = deg.to_radians();
             changed = true;
         }
