@@ -1,0 +1,415 @@
+//! Python bindings of ContactLab (PyO3, NumPy): models, scenes, the hard-contact simulation,
+//! the transition Jacobians of a step under each contact sensitivity, and batch rollouts on all
+//! cores with the GIL released. Arrays are float64; states are `x = (q, v)` with the
+//! free-flyer's quaternion `(x, y, z, w)` in `q` (Pinocchio's convention), Jacobians are in the
+//! tangent space `dx = (dq, dv)` of size `2 nv`.
+
+use contactlab::contact::Terrain;
+use contactlab::diff::{transition_jacobians as rust_transition_jacobians, Sensitivity, TransitionWorkspace};
+use contactlab::model::builtin;
+use contactlab::model::configuration::neutral;
+use contactlab::model::urdf::{load, RootJoint};
+use contactlab::model::Model;
+use contactlab::scene::Scene;
+use contactlab::sim::{step, Simulation, StepSettings, StepWorkspace};
+use nalgebra::{DMatrix, DVector};
+use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rayon::prelude::*;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// `(A, B, info)` of [`transition_jacobians`].
+type Jacobians<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyDict>);
+/// `(states, steps)` of [`rollout`].
+type Rollouts<'py> = (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray1<u64>>);
+
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// A robot: kinematic tree, inertias, actuators and contact points (immutable).
+#[pyclass(name = "Model", module = "contactlab", frozen)]
+#[derive(Clone)]
+struct PyModel {
+    inner: Arc<Model>,
+}
+
+#[pymethods]
+impl PyModel {
+    /// A robot that ships with ContactLab: "quadruped" (12 DoF, point feet) or "hopper".
+    #[staticmethod]
+    fn builtin(name: &str) -> PyResult<Self> {
+        let loaded = match name {
+            "quadruped" => builtin::quadruped(),
+            "hopper" => builtin::hopper(),
+            other => return Err(value_error(format!("unknown builtin robot `{other}`: quadruped or hopper"))),
+        }
+        .map_err(value_error)?;
+        Ok(Self { inner: Arc::new(loaded.model) })
+    }
+
+    /// A robot from a URDF file; `floating` adds a free-flyer root (else the root link is fixed).
+    /// Contact points: the URDF's collision spheres. Errors name the file and element.
+    #[staticmethod]
+    #[pyo3(signature = (path, floating = true))]
+    fn from_urdf(path: PathBuf, floating: bool) -> PyResult<Self> {
+        let root = if floating { RootJoint::FreeFlyer } else { RootJoint::Fixed };
+        let loaded = load(&path, root).map_err(value_error)?;
+        Ok(Self { inner: Arc::new(loaded.model) })
+    }
+
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+    /// Configuration size (quaternion of a free-flyer counted as 4).
+    #[getter]
+    fn nq(&self) -> usize {
+        self.inner.nq
+    }
+    /// Velocity (tangent) size.
+    #[getter]
+    fn nv(&self) -> usize {
+        self.inner.nv
+    }
+    /// Actuated degrees of freedom.
+    #[getter]
+    fn nu(&self) -> usize {
+        self.inner.nu
+    }
+    /// Names of the contact candidates, in the order of every per-contact array.
+    #[getter]
+    fn contact_names(&self) -> Vec<String> {
+        self.inner.contact_points.iter().map(|c| c.name.clone()).collect()
+    }
+    /// The neutral configuration (nq).
+    fn neutral<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_vec(py, neutral(&self.inner).as_slice().to_vec())
+    }
+    fn __repr__(&self) -> String {
+        format!("Model({:?}: nq {}, nv {}, nu {})", self.inner.name, self.inner.nq, self.inner.nv, self.inner.nu)
+    }
+}
+
+/// A scene file (RON): robot, initial state, terrain, controller, pulls and task sections.
+#[pyclass(name = "Scene", module = "contactlab")]
+struct PyScene {
+    inner: Scene,
+}
+
+#[pymethods]
+impl PyScene {
+    /// Loads a scene; a bad file raises ValueError naming the file, line and field.
+    #[staticmethod]
+    fn load(path: PathBuf) -> PyResult<Self> {
+        Ok(Self { inner: Scene::load(&path).map_err(value_error)? })
+    }
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.file.name.clone()
+    }
+    #[getter]
+    fn model(&self) -> PyModel {
+        PyModel { inner: self.inner.model.clone() }
+    }
+    /// The scene's simulation at its initial state (its controller and pulls included).
+    fn simulation(&self) -> PySimulation {
+        PySimulation::wrap(self.inner.simulation())
+    }
+    /// The scene's simulation after `seconds` under its own controller, pulls removed.
+    fn settled(&self, seconds: f64) -> PyResult<PySimulation> {
+        Ok(PySimulation::wrap(self.inner.settled(seconds).map_err(value_error)?))
+    }
+}
+
+/// A running simulation: state, control, terrain and the step's workspace.
+#[pyclass(name = "Simulation", module = "contactlab")]
+struct PySimulation {
+    inner: Simulation,
+    initial: (DVector<f64>, DVector<f64>, f64),
+}
+
+impl PySimulation {
+    fn wrap(inner: Simulation) -> Self {
+        let initial = (inner.q.clone(), inner.v.clone(), inner.t);
+        Self { inner, initial }
+    }
+}
+
+fn vector(name: &str, a: &PyReadonlyArray1<'_, f64>, n: usize) -> PyResult<DVector<f64>> {
+    let s = a.as_slice().map_err(value_error)?;
+    if s.len() != n {
+        return Err(value_error(format!("{name}: expected {n} values, got {}", s.len())));
+    }
+    if s.iter().any(|x| !x.is_finite()) {
+        return Err(value_error(format!("{name}: every value must be finite")));
+    }
+    Ok(DVector::from_column_slice(s))
+}
+
+fn matrix<'py>(py: Python<'py>, m: &DMatrix<f64>) -> Bound<'py, PyArray2<f64>> {
+    let rows: Vec<Vec<f64>> = (0..m.nrows()).map(|i| m.row(i).iter().copied().collect()).collect();
+    PyArray2::from_vec2(py, &rows).expect("rectangular")
+}
+
+fn parse_sensitivity(name: &str, kappa: f64, delta: f64) -> PyResult<Sensitivity> {
+    match name {
+        "exact" => Ok(Sensitivity::Exact),
+        "signorini" => Ok(Sensitivity::SignoriniRelaxed { kappa }),
+        "relaxed" => Ok(Sensitivity::Relaxed { kappa, delta }),
+        other => Err(value_error(format!("unknown sensitivity `{other}`: exact, signorini or relaxed"))),
+    }
+}
+
+#[pymethods]
+impl PySimulation {
+    /// A torque-controlled simulation of `model` on flat ground (no controller: `control` is the
+    /// joint torque), from `q` (default: the neutral configuration; placing a floating base
+    /// above the ground is up to the caller) and `v` (default: zero).
+    #[new]
+    #[pyo3(signature = (model, dt = 0.002, friction = 0.8, q = None, v = None))]
+    fn new(
+        model: &PyModel,
+        dt: f64,
+        friction: f64,
+        q: Option<PyReadonlyArray1<'_, f64>>,
+        v: Option<PyReadonlyArray1<'_, f64>>,
+    ) -> PyResult<Self> {
+        let m = model.inner.clone();
+        let settings = StepSettings { dt, ..StepSettings::default() };
+        settings.validate().map_err(value_error)?;
+        if !(friction.is_finite() && friction >= 0.0) {
+            return Err(value_error(format!("friction: must be finite and >= 0, got {friction}")));
+        }
+        let q = match q {
+            Some(q) => vector("q", &q, m.nq)?,
+            None => neutral(&m),
+        };
+        let v = match v {
+            Some(v) => vector("v", &v, m.nv)?,
+            None => DVector::zeros(m.nv),
+        };
+        Ok(Self::wrap(Simulation::new(m, Terrain::flat(friction), settings, q, v)))
+    }
+
+    #[getter]
+    fn model(&self) -> PyModel {
+        PyModel { inner: self.inner.model.clone() }
+    }
+    /// Simulated time (s).
+    #[getter]
+    fn t(&self) -> f64 {
+        self.inner.t
+    }
+    /// Time step (s).
+    #[getter]
+    fn dt(&self) -> f64 {
+        self.inner.settings.dt
+    }
+    /// Configuration (nq), a copy.
+    #[getter]
+    fn q<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.inner.q.as_slice())
+    }
+    #[setter]
+    fn set_q(&mut self, q: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+        self.inner.q = vector("q", &q, self.inner.model.nq)?;
+        self.inner.ws.reset_warm_start();
+        Ok(())
+    }
+    /// Velocity (nv), a copy.
+    #[getter]
+    fn v<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.inner.v.as_slice())
+    }
+    #[setter]
+    fn set_v(&mut self, v: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+        self.inner.v = vector("v", &v, self.inner.model.nv)?;
+        self.inner.ws.reset_warm_start();
+        Ok(())
+    }
+    /// Control offset (nu, N m): added to the controller's torque; with no controller, the torque.
+    #[getter]
+    fn control<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.inner.u_offset.as_slice())
+    }
+    #[setter]
+    fn set_control(&mut self, u: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+        self.inner.u_offset = vector("control", &u, self.inner.model.nu)?;
+        Ok(())
+    }
+    /// The torque applied in the last step (nu), implicit damping included.
+    #[getter]
+    fn u<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.inner.u.as_slice())
+    }
+
+    /// One step; returns its status: "Ok", "SolverNotConverged" (advanced with the solver's last
+    /// iterate), or a failure ("SingularMassMatrix", "NonFinite", "SolverFailed", "Diverged")
+    /// after which the state is unchanged.
+    fn step(&mut self) -> String {
+        format!("{:?}", self.inner.step().status)
+    }
+    /// Up to `n` steps, stopping at the first that fails; returns how many advanced.
+    fn step_n(&mut self, py: Python<'_>, n: usize) -> usize {
+        let sim = &mut self.inner;
+        py.detach(|| (0..n).take_while(|_| sim.step().status.advanced()).count())
+    }
+    /// Back to the state it was created at (time, q, v; warm start forgotten).
+    fn reset(&mut self) {
+        self.inner.q.copy_from(&self.initial.0);
+        self.inner.v.copy_from(&self.initial.1);
+        self.inner.t = self.initial.2;
+        self.inner.ws.reset_warm_start();
+    }
+    /// The last step's contacts, one entry per candidate (`Model.contact_names` order): `gap`
+    /// (k, m, at the start of the step), `impulse` (k x 3, N s: normal, tangent 1, tangent 2),
+    /// `mode` (k strings: Separated, Sticking, Sliding).
+    fn contacts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let ws = &self.inner.ws;
+        let k = ws.contacts.k;
+        let d = PyDict::new(py);
+        d.set_item("gap", PyArray1::from_slice(py, &ws.contacts.phi[..k]))?;
+        let rows: Vec<Vec<f64>> =
+            (0..k).map(|i| (0..3).map(|r| ws.lambda.get(3 * i + r).copied().unwrap_or(0.0)).collect()).collect();
+        d.set_item("impulse", PyArray2::from_vec2(py, &rows).map_err(value_error)?)?;
+        let modes: Vec<String> =
+            (0..k).map(|i| ws.modes.get(i).map_or("Separated".into(), |m| format!("{m:?}"))).collect();
+        d.set_item("mode", modes)?;
+        Ok(d)
+    }
+}
+
+/// `A = d x+ / d x`, `B = d x+ / d u` (tangent space, `2 nv x 2 nv` and `2 nv x nu`) of one step
+/// of `sim`'s raw dynamics (no controller: `u` is the joint torque, default `sim.control`) at its
+/// present state, with the named contact sensitivity; and an info dict (`status`, `step_status`,
+/// backward `iterations`). The step is taken from a cold start, like the CITO knots.
+#[pyfunction]
+#[pyo3(signature = (sim, u = None, sensitivity = "relaxed", kappa = 1e-4, delta = 1e-3))]
+fn transition_jacobians<'py>(
+    py: Python<'py>,
+    sim: &PySimulation,
+    u: Option<PyReadonlyArray1<'_, f64>>,
+    sensitivity: &str,
+    kappa: f64,
+    delta: f64,
+) -> PyResult<Jacobians<'py>> {
+    let s = &sim.inner;
+    let m = &*s.model;
+    let sens = parse_sensitivity(sensitivity, kappa, delta)?;
+    let u = match u {
+        Some(u) => vector("u", &u, m.nu)?,
+        None => s.u_offset.clone(),
+    };
+    let mut ws = StepWorkspace::new(m);
+    let mut tw = TransitionWorkspace::new(m);
+    let (mut a, mut b) = (DMatrix::zeros(2 * m.nv, 2 * m.nv), DMatrix::zeros(2 * m.nv, m.nu));
+    let zeros = vec![0.0; m.nv];
+    let info = rust_transition_jacobians(
+        m,
+        &s.terrain,
+        &s.settings,
+        &mut ws,
+        &mut tw,
+        (s.q.as_slice(), s.v.as_slice(), u.as_slice(), &zeros),
+        sens,
+        &mut a,
+        &mut b,
+    );
+    let d = PyDict::new(py);
+    d.set_item("status", format!("{:?}", info.status))?;
+    d.set_item("step_status", format!("{:?}", info.step.status))?;
+    d.set_item("backward_iterations", info.backward.iterations)?;
+    Ok((matrix(py, &a), matrix(py, &b), d))
+}
+
+/// Rollouts of `model` on flat ground from `x0s` (N x (nq + nv)) under open-loop torques `us`
+/// (N x T x nu), all in parallel on every core with the GIL released. Returns the states
+/// (N x (T + 1) x (nq + nv); NaN after a failed step) and the steps each rollout advanced (N).
+/// Every step starts cold, so a rollout is a function of its inputs alone.
+#[pyfunction]
+#[pyo3(signature = (model, x0s, us, dt = 0.002, friction = 0.8))]
+fn rollout<'py>(
+    py: Python<'py>,
+    model: &PyModel,
+    x0s: PyReadonlyArray2<'_, f64>,
+    us: PyReadonlyArray3<'_, f64>,
+    dt: f64,
+    friction: f64,
+) -> PyResult<Rollouts<'py>> {
+    let m = model.inner.clone();
+    let (nq, nv, nu) = (m.nq, m.nv, m.nu);
+    let x0 = x0s.as_array();
+    let u = us.as_array();
+    let (n, nx) = (x0.shape()[0], x0.shape()[1]);
+    if nx != nq + nv {
+        return Err(value_error(format!("x0s: expected {} columns (nq + nv), got {nx}", nq + nv)));
+    }
+    let (un, t, unu) = (u.shape()[0], u.shape()[1], u.shape()[2]);
+    if un != n || unu != nu {
+        return Err(value_error(format!("us: expected shape ({n}, T, {nu}), got ({un}, {t}, {unu})")));
+    }
+    if n.saturating_mul(t + 1).saturating_mul(nx) > 500_000_000 {
+        return Err(value_error("rollout: more than 5e8 state values requested"));
+    }
+    let settings = StepSettings { dt, ..StepSettings::default() };
+    settings.validate().map_err(value_error)?;
+    let terrain = Terrain::flat(friction);
+    let x0: Vec<Vec<f64>> = (0..n).map(|i| x0.row(i).to_vec()).collect();
+    let controls: Vec<Vec<f64>> =
+        (0..n).map(|i| u.index_axis(numpy::ndarray::Axis(0), i).iter().copied().collect()).collect();
+    let results: Vec<(Vec<f64>, u64)> = py.detach(|| {
+        x0.par_iter()
+            .zip(controls.par_iter())
+            .map(|(x, c)| {
+                let mut ws = StepWorkspace::new(&m);
+                let mut states = vec![f64::NAN; (t + 1) * nx];
+                states[..nx].copy_from_slice(x);
+                let (mut qn, mut vn) = (vec![0.0; nq], vec![0.0; nv]);
+                let zeros = vec![0.0; nv];
+                let mut advanced = 0u64;
+                for k in 0..t {
+                    let (cur, next) = states.split_at_mut((k + 1) * nx);
+                    let cur = &cur[k * nx..];
+                    ws.reset_warm_start();
+                    let info = step(
+                        &m,
+                        &terrain,
+                        &settings,
+                        &mut ws,
+                        &cur[..nq],
+                        &cur[nq..],
+                        &c[k * nu..(k + 1) * nu],
+                        &zeros,
+                        &mut qn,
+                        &mut vn,
+                    );
+                    if !info.status.advanced() {
+                        break;
+                    }
+                    next[..nq].copy_from_slice(&qn);
+                    next[nq..nx].copy_from_slice(&vn);
+                    advanced += 1;
+                }
+                (states, advanced)
+            })
+            .collect()
+    });
+    let flat: Vec<f64> = results.iter().flat_map(|r| r.0.iter().copied()).collect();
+    let steps: Vec<u64> = results.iter().map(|r| r.1).collect();
+    let states = PyArray1::from_vec(py, flat).reshape([n, t + 1, nx]).map_err(value_error)?;
+    Ok((states, PyArray1::from_vec(py, steps)))
+}
+
+#[pymodule]
+fn _contactlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyModel>()?;
+    m.add_class::<PyScene>()?;
+    m.add_class::<PySimulation>()?;
+    m.add_function(wrap_pyfunction!(transition_jacobians, m)?)?;
+    m.add_function(wrap_pyfunction!(rollout, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,139 @@
+"""The Python package against the Rust library it wraps: errors that name the file and field,
+the simulation driven from Python, transition Jacobians against central differences of
+Simulation.step, batch rollouts equal to single ones, and the GIL released while they run."""
+
+import pathlib
+import threading
+
+import numpy as np
+import pytest
+
+import contactlab as cl
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared"
+
+
+def test_models_and_their_errors():
+    m = cl.Model.builtin("quadruped")
+    assert (m.nq, m.nv, m.nu) == (19, 18, 12)
+    assert m.contact_names[:4] == ["FL_foot", "FR_foot", "RL_foot", "RR_foot"]
+    assert m.neutral().shape == (19,)
+    with pytest.raises(ValueError, match="unknown builtin"):
+        cl.Model.builtin("dog")
+    go1 = cl.Model.from_urdf(SHARED / "fixtures/rbd/urdf/go1.urdf")
+    assert go1.nv == 18
+    with pytest.raises(ValueError, match="no_such.urdf"):
+        cl.Model.from_urdf(ROOT / "no_such.urdf")
+
+
+def test_a_bad_scene_names_the_file_and_the_field(tmp_path):
+    text = (ROOT / "scenes/quadruped_stand.ron").read_text().replace("dt: 0.002", "dt: -1.0")
+    bad = tmp_path / "bad_scene.ron"
+    bad.write_text(text)
+    with pytest.raises(ValueError) as e:
+        cl.Scene.load(bad)
+    assert "bad_scene.ron" in str(e.value) and "dt" in str(e.value)
+
+
+def stance():
+    """The quadruped settled on its four feet under its scene's PD, and the torque that PD
+    applied in its last step."""
+    sim = cl.Scene.load(ROOT / "scenes/quadruped_stand.ron").settled(1.0)
+    return sim.model, sim.q, sim.v, sim.u
+
+
+def test_the_scene_simulation_steps_and_reports_its_contacts():
+    sim = cl.Scene.load(ROOT / "scenes/quadruped_stand.ron").simulation()
+    assert sim.step_n(500) == 500
+    assert abs(sim.t - 1.0) < 1e-9
+    c = sim.contacts()
+    k = len(sim.model.contact_names)
+    assert c["gap"].shape == (k,) and c["impulse"].shape == (k, 3) and len(c["mode"]) == k
+    feet = c["impulse"][:4, 0]
+    assert np.all(feet > 0), feet  # standing: every foot carries weight
+    assert c["mode"][:4] == ["Sticking"] * 4
+    sim.reset()
+    assert sim.t == 0.0
+
+
+def central_difference(sim, q, v, u, which, eps):
+    """d v+ / d(which) by central differences of Simulation.step from Python; `which` is
+    "u" or "v" (both plain vectors, so no tangent-space arithmetic is needed)."""
+    n = len(u) if which == "u" else len(v)
+    cols = []
+    for j in range(n):
+        out = []
+        for s in (+1.0, -1.0):
+            du = np.zeros(n)
+            du[j] = s * eps
+            sim.q = q  # the setters forget the warm start: a cold step, as the Jacobians take
+            sim.v = v + du if which == "v" else v
+            sim.control = u + du if which == "u" else u
+            assert sim.step() == "Ok"
+            out.append(sim.v)
+        cols.append((out[0] - out[1]) / (2 * eps))
+    return np.array(cols).T
+
+
+def test_exact_jacobians_match_central_differences_in_stance():
+    model, q, v, u = stance()
+    sim = cl.Simulation(model, q=q, v=v)
+    sim.control = u
+    a, b, info = cl.transition_jacobians(sim, sensitivity="exact")
+    nv = model.nv
+    assert info["status"] == "Ok" and a.shape == (2 * nv, 2 * nv) and b.shape == (2 * nv, model.nu)
+    fd_b = central_difference(sim, q, v, u, "u", 1e-6)
+    fd_a = central_difference(sim, q, v, u, "v", 1e-7)
+    scale_b, scale_a = np.abs(fd_b).max(), np.abs(fd_a).max()
+    assert np.abs(b[nv:, :] - fd_b).max() < 1e-4 * scale_b
+    assert np.abs(a[nv:, nv:] - fd_a).max() < 1e-4 * scale_a
+    # The relaxed sensitivity is a different (smoothed) derivative, not a copy of the exact one.
+    ar, br, _ = cl.transition_jacobians(sim, sensitivity="relaxed", kappa=1e-2, delta=1e-2)
+    assert np.abs(br - b).max() > 1e-3 * scale_b
+    with pytest.raises(ValueError, match="unknown sensitivity"):
+        cl.transition_jacobians(sim, sensitivity="smooth")
+
+
+def test_a_batch_rollout_equals_single_rollouts_and_python_stepping():
+    model, q, v, u = stance()
+    rng = np.random.default_rng(0)
+    n, t = 64, 25
+    x0s = np.tile(np.concatenate([q, v]), (n, 1))
+    x0s[:, model.nq :] += rng.uniform(-0.05, 0.05, (n, model.nv))
+    us = u + rng.uniform(-2.0, 2.0, (n, t, model.nu))
+    states, steps = cl.rollout(model, x0s, us)
+    assert states.shape == (n, t + 1, model.nq + model.nv) and np.all(steps == t)
+    for i in range(n):
+        single, _ = cl.rollout(model, x0s[i : i + 1], us[i : i + 1])
+        assert np.array_equal(single[0], states[i])
+    # The same as stepping a Simulation from Python, cold at every step.
+    sim = cl.Simulation(model)
+    x = x0s[3]
+    for k in range(t):
+        sim.q, sim.v, sim.control = x[: model.nq], x[model.nq :], us[3, k]
+        assert sim.step() == "Ok"
+        x = np.concatenate([sim.q, sim.v])
+        assert np.array_equal(x, states[3, k + 1])
+    with pytest.raises(ValueError, match="us: expected shape"):
+        cl.rollout(model, x0s, us[:, :, :5])
+
+
+def test_the_gil_is_released_during_a_batch_rollout():
+    model, q, v, u = stance()
+    n, t = 4, 1500
+    x0s = np.tile(np.concatenate([q, v]), (n, 1))
+    us = np.tile(u, (n, t, 1))
+    done = threading.Event()
+
+    def work():
+        cl.rollout(model, x0s, us)
+        done.set()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    ticks = 0
+    while not done.is_set():
+        ticks += 1  # Python bytecode runs only while the rollout does not hold the GIL
+    worker.join()
+    assert ticks > 10_000, ticks
