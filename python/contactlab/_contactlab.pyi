@@ -89,3 +89,28 @@ def rollout(
 ) -> tuple[Array, npt.NDArray[np.uint64]]:
     """x0s [N, nq + nv], us [N, T, nu] -> states [N, T + 1, nq + nv] (NaN after a failure),
     steps advanced [N]; in parallel, GIL released."""
+
+class TaskEnv:
+    """A scene's learning task as an environment (the learners' observation, action, reward)."""
+
+    def __init__(self, scene: Path) -> None:
+        """Raises ValueError naming the file when the scene has no valid `learn` section."""
+    @staticmethod
+    def builtin(task: str) -> "TaskEnv":
+        """"stand" or "walk" (the shipped scenes, compiled in)."""
+    @property
+    def obs_dim(self) -> int: ...
+    @property
+    def act_dim(self) -> int: ...
+    @property
+    def steps(self) -> int:
+        """Steps per episode."""
+    @property
+    def action_limit(self) -> float: ...
+    @property
+    def dt(self) -> float:
+        """Control period (s)."""
+    def reset(self, seed: int) -> Array:
+        """The episode of `seed`: observation [obs_dim]."""
+    def step(self, action: Array) -> tuple[Array, float, bool, bool]:
+        """(observation, reward, terminated, truncated)."""

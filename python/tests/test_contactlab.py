@@ -137,3 +137,29 @@ def test_the_gil_is_released_during_a_batch_rollout():
         ticks += 1  # Python bytecode runs only while the rollout does not hold the GIL
     worker.join()
     assert ticks > 10_000, ticks
+
+
+def test_the_gymnasium_env_passes_check_env_and_holds_the_stance_at_zero_action():
+    pytest.importorskip("gymnasium")
+    from gymnasium.utils.env_checker import check_env
+
+    from contactlab.gym import QuadrupedEnv
+
+    env = QuadrupedEnv(task="stand")
+    check_env(env, skip_render_check=True)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == env.observation_space.shape and obs.dtype == np.float64
+    # Action zero is the scene's PD holding the nominal stance: the episode runs to its length.
+    steps, terminated, truncated = 0, False, False
+    while not (terminated or truncated):
+        obs, reward, terminated, truncated, _ = env.step(np.zeros(env.action_space.shape))
+        assert np.isfinite(reward) and reward <= 0.0
+        steps += 1
+    assert truncated and not terminated and steps == env.max_episode_steps
+    # Seeds give episodes: the same seed the same start, another seed another.
+    a, _ = env.reset(seed=1)
+    b, _ = env.reset(seed=1)
+    c, _ = env.reset(seed=2)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    with pytest.raises(ValueError, match="learn"):
+        cl.TaskEnv(ROOT / "scenes/quadruped_stand.ron")
