@@ -26,26 +26,23 @@ def replace_table(lines, header_start, new_rows):
     return lines[:i] + new_rows + lines[j:]
 
 
+def task_table(folder, md):
+    """Header, separator and every task's rows of `folder/<task>/md`, the task name in front."""
+    head = rows(folder / TASKS[0] / md, lambda l: l.startswith("| sensitivity"))[0]
+    table = ["| task |" + head[1:], "|---" * head.count("|") + "|"]
+    for t in TASKS:
+        table += ["| " + t + " |" + r[1:] for r in rows(folder / t / md, lambda l: not l.startswith("| sensitivity"))]
+    return table
+
+
 def main():
     readme = ROOT / "README.md"
     lines = readme.read_text().splitlines()
     res = ROOT / "docs" / "results"
 
-    single = []
-    for t in TASKS:
-        single += ["| " + t + " |" + r[1:] for r in rows(res / "cito" / t / "comparison.md",
-                                                      lambda l: not l.startswith("| sensitivity"))]
-    head = rows(res / "cito" / "raise" / "comparison.md", lambda l: l.startswith("| sensitivity"))[0]
-    lines = replace_table(lines, "| task | sensitivity | status |",
-                          ["| task |" + head[1:], "|---" * (head.count("|")) + "|"] + single)
-
-    starts = []
-    for t in TASKS:
-        starts += ["| " + t + " |" + r[1:] for r in rows(res / "cito_starts" / t / "starts.md",
-                                                      lambda l: not l.startswith("| sensitivity"))]
-    head = rows(res / "cito_starts" / "raise" / "starts.md", lambda l: l.startswith("| sensitivity"))[0]
-    lines = replace_table(lines, "| task | sensitivity | succeeded |",
-                          ["| task |" + head[1:], "|---" * (head.count("|")) + "|"] + starts)
+    for subdir, md, header in [("cito", "comparison.md", "| task | sensitivity | status |"),
+                               ("cito_starts", "starts.md", "| task | sensitivity | succeeded |")]:
+        lines = replace_table(lines, header, task_table(res / subdir, md))
 
     for name, label in [("pull_sweep", "1 DDP iteration per replan"), ("pull_sweep_3it", "3 DDP iterations per replan")]:
         md = (res / "mpc" / name / "pull_sweep.md").read_text().splitlines()
