@@ -1,7 +1,7 @@
 """Type stubs of the compiled module (shapes in brackets; float64 arrays)."""
 
 from os import PathLike
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,12 @@ class Scene:
     def name(self) -> str: ...
     @property
     def model(self) -> Model: ...
+    def cito_settings(self) -> dict:
+        """The scene's `cito` section: the fields of CitoSettings."""
+    def mpc_settings(self) -> dict:
+        """The scene's `mpc` section: the fields of MpcSettings."""
+    def run_mpc(self, settings: Optional[dict] = None) -> tuple[dict, Array]:
+        """Closed-loop MPC under the scene's pulls: summary, trace [steps, 5] (t, x, y, z, error)."""
     def simulation(self) -> "Simulation": ...
     def settled(self, seconds: float) -> "Simulation": ...
 
@@ -114,3 +120,8 @@ class TaskEnv:
         """The episode of `seed`: observation [obs_dim]."""
     def step(self, action: Array) -> tuple[Array, float, bool, bool]:
         """(observation, reward, terminated, truncated)."""
+
+def cito(
+    sim: Simulation, settings: Optional[dict] = None, callback: Optional[Callable[[int, float], None]] = None
+) -> tuple[dict, Array, Array]:
+    """CITO from sim's state: summary, xs [T + 1, nq + nv], us [T, nu]."""

@@ -12,6 +12,8 @@ use contactlab::model::builtin;
 use contactlab::model::configuration::neutral;
 use contactlab::model::urdf::{load, RootJoint};
 use contactlab::model::Model;
+use contactlab::ocp::cito::{solve as cito_solve, CitoProblem, CitoSettings};
+use contactlab::ocp::mpc::{run_closed_loop, MpcSettings};
 use contactlab::scene::Scene;
 use contactlab::sim::{step, Simulation, StepSettings, StepWorkspace};
 use nalgebra::{DMatrix, DVector};
@@ -25,8 +27,22 @@ use std::sync::Arc;
 
 /// `(A, B, info)` of [`transition_jacobians`].
 type Jacobians<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyDict>);
+/// `(summary, xs, us)` of [`cito_py`].
+type Plan<'py> = (Bound<'py, PyAny>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 /// `(states, steps)` of [`rollout`].
 type Rollouts<'py> = (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray1<u64>>);
+
+/// A serializable Rust value as plain Python data (dicts, lists, numbers), through JSON.
+fn to_python<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
+    let text = serde_json::to_string(value).map_err(value_error)?;
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+/// Plain Python data (a dict of settings) as a Rust value, through JSON; `what` names it in errors.
+fn from_python<T: serde::de::DeserializeOwned>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<T> {
+    let text: String = obj.py().import("json")?.call_method1("dumps", (obj,))?.extract()?;
+    serde_json::from_str(&text).map_err(|e| value_error(format!("{what}: {e}")))
+}
 
 fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -116,6 +132,39 @@ impl PyScene {
     #[getter]
     fn model(&self) -> PyModel {
         PyModel { inner: self.inner.model.clone() }
+    }
+    /// The scene's `cito` section (a dict: the fields of `CitoSettings`).
+    fn cito_settings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &self.inner.cito_settings().map_err(value_error)?)
+    }
+    /// The scene's `mpc` section (a dict: the fields of `MpcSettings`).
+    fn mpc_settings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &self.inner.mpc_settings().map_err(value_error)?)
+    }
+    /// Closed-loop MPC with `settings` (the `mpc` section's fields; default: the scene's) from
+    /// the settled start under the scene's pulls, GIL released: `(summary, trace)`, the summary a
+    /// dict and the trace one row per simulator step `(t, base x, y, z, base error)`.
+    #[pyo3(signature = (settings = None))]
+    fn run_mpc<'py>(
+        &self,
+        py: Python<'py>,
+        settings: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray2<f64>>)> {
+        let settings: MpcSettings = match settings {
+            Some(d) => from_python(&d, "MPC settings")?,
+            None => self.inner.mpc_settings().map_err(value_error)?,
+        };
+        settings.validate().map_err(value_error)?;
+        let sim = self.inner.settled(settings.settle).map_err(value_error)?;
+        let (name, pulls) = (self.inner.file.name.clone(), self.inner.pulls.clone());
+        let r = py.detach(|| run_closed_loop(&name, sim, &pulls, &settings, None, &mut |_| {})).map_err(value_error)?;
+        let rows: Vec<Vec<f64>> = r.trace.iter().map(|(t, p, e)| vec![*t, p[0], p[1], p[2], *e]).collect();
+        let trace = if rows.is_empty() {
+            PyArray2::zeros(py, [0, 5], false)
+        } else {
+            PyArray2::from_vec2(py, &rows).map_err(value_error)?
+        };
+        Ok((to_python(py, &r.summary)?, trace))
     }
     /// The scene's simulation at its initial state (its controller and pulls included).
     fn simulation(&self) -> PySimulation {
@@ -406,6 +455,41 @@ fn rollout<'py>(
     Ok((states, PyArray1::from_vec(py, steps)))
 }
 
+/// Contact-implicit trajectory optimization from `sim`'s present state (settle it first):
+/// `settings` is a dict of the `cito` section's fields (any subset; unknown fields are an
+/// error), e.g. `Scene.cito_settings()`; `callback(iteration, cost)` is called after every
+/// accepted DDP iteration. Returns `(summary, xs, us)`: the summary dict of `contactlab cito`'s
+/// `summary.json`, the replayed plan's states (T + 1 x (nq + nv)) and torques (T x nu).
+#[pyfunction(name = "cito")]
+#[pyo3(signature = (sim, settings = None, callback = None))]
+fn cito_py<'py>(
+    py: Python<'py>,
+    sim: &PySimulation,
+    settings: Option<Bound<'py, PyAny>>,
+    callback: Option<Bound<'py, PyAny>>,
+) -> PyResult<Plan<'py>> {
+    let settings: CitoSettings = match settings {
+        Some(d) => from_python(&d, "CITO settings")?,
+        None => CitoSettings::default(),
+    };
+    let problem = CitoProblem::from_state(&sim.inner, &settings).map_err(value_error)?;
+    let mut failure = None;
+    let report = cito_solve(&problem, None, &mut |it| {
+        if let (Some(cb), None) = (&callback, &failure) {
+            if let Err(e) = cb.call1((it.iteration, it.cost)) {
+                failure = Some(e);
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let summary = to_python(py, &report.summary("python"))?;
+    let xs = PyArray2::from_vec2(py, &report.xs).map_err(value_error)?;
+    let us = PyArray2::from_vec2(py, &report.us).map_err(value_error)?;
+    Ok((summary, xs, us))
+}
+
 /// A learning task of a scene's `learn` section as an environment (what BPTT and PPO train on):
 /// `reset(seed)` samples an episode (start, command, pushes) from `seed`; `step(action)` applies
 /// joint-target offsets (nu, clamped to +-`ACTION_LIMIT`, scaled by the task's `action_scale`)
@@ -502,5 +586,6 @@ fn _contactlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTaskEnv>()?;
     m.add_function(wrap_pyfunction!(transition_jacobians, m)?)?;
     m.add_function(wrap_pyfunction!(rollout, m)?)?;
+    m.add_function(wrap_pyfunction!(cito_py, m)?)?;
     Ok(())
 }

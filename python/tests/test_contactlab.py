@@ -2,6 +2,7 @@
 the simulation driven from Python, transition Jacobians against central differences of
 Simulation.step, batch rollouts equal to single ones, and the GIL released while they run."""
 
+import json
 import pathlib
 import threading
 
@@ -163,3 +164,29 @@ def test_the_gymnasium_env_passes_check_env_and_holds_the_stance_at_zero_action(
     assert np.array_equal(a, b) and not np.array_equal(a, c)
     with pytest.raises(ValueError, match="learn"):
         cl.TaskEnv(ROOT / "scenes/quadruped_stand.ron")
+
+
+def test_cito_from_python_is_the_committed_rust_run_bit_for_bit():
+    scene = cl.Scene.load(ROOT / "scenes/cito_raise.ron")
+    settings = scene.cito_settings()
+    assert settings["sensitivity"] == "relaxed" and settings["target_offset"] == [0.0, 0.0, 0.04]
+    sim = scene.settled(settings["settle"])
+    costs = []
+    summary, xs, us = cl.cito(sim, settings, callback=lambda it, cost: costs.append(cost))
+    committed = json.loads((ROOT / "docs/results/cito/raise/relaxed/summary.json").read_text())
+    for key in ["final_cost", "iterations", "pose_error_m", "pose_error_deg", "max_penetration_m"]:
+        assert summary[key] == committed[key], key
+    assert costs and all(b <= a for a, b in zip(costs, costs[1:]))
+    knots = round(settings["horizon"] / settings["knot_dt"])
+    assert xs.shape == (knots + 1, sim.model.nq + sim.model.nv) and us.shape == (knots, sim.model.nu)
+    with pytest.raises(ValueError, match="CITO settings"):
+        cl.cito(sim, {"horizon_s": 0.3})
+
+
+def test_closed_loop_mpc_from_python_is_the_committed_rust_run():
+    scene = cl.Scene.load(ROOT / "scenes/mpc_pull.ron")
+    summary, trace = scene.run_mpc()
+    committed = json.loads((ROOT / "docs/results/mpc/mpc_pull/summary.json").read_text())
+    for key in ["recovered", "recovery_time_s", "max_base_error_m", "final_base_error_m", "cycles"]:
+        assert summary[key] == committed[key], key
+    assert trace.shape[1] == 5 and abs(trace[-1, 0] - committed["duration_s"]) < 1e-9
