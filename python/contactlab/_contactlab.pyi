@@ -125,3 +125,6 @@ def cito(
     sim: Simulation, settings: Optional[dict] = None, callback: Optional[Callable[[int, float], None]] = None
 ) -> tuple[dict, Array, Array]:
     """CITO from sim's state: summary, xs [T + 1, nq + nv], us [T, nu]."""
+
+def fd_transition(sim: Simulation, u: Optional[Array] = None, eps: float = 1e-6) -> tuple[Array, Array, str]:
+    """A [2nv, 2nv], B [2nv, nu] by central differences through integrate, and the step status."""

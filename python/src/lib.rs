@@ -5,6 +5,7 @@
 //! tangent space `dx = (dq, dv)` of size `2 nv`.
 
 use contactlab::contact::Terrain;
+use contactlab::diff::fd::{fd_transition as rust_fd_transition, FdWorkspace};
 use contactlab::diff::{transition_jacobians as rust_transition_jacobians, Sensitivity, TransitionWorkspace};
 use contactlab::learn::task::{Env, ACTION_LIMIT};
 use contactlab::learn::Task;
@@ -27,6 +28,8 @@ use std::sync::Arc;
 
 /// `(A, B, info)` of [`transition_jacobians`].
 type Jacobians<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyDict>);
+/// `(A, B, step status)` of [`fd_transition`].
+type FdJacobians<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, String);
 /// `(summary, xs, us)` of [`cito_py`].
 type Plan<'py> = (Bound<'py, PyAny>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 /// `(states, steps)` of [`rollout`].
@@ -377,6 +380,44 @@ fn transition_jacobians<'py>(
     Ok((matrix(py, &a), matrix(py, &b), d))
 }
 
+/// `A`, `B` of one step by central differences through `integrate` (the reference the analytic
+/// Jacobians are checked against), at `sim`'s state with torque `u` (default: `sim.control`);
+/// returns `(A, B, step status)`. Cold steps.
+#[pyfunction]
+#[pyo3(signature = (sim, u = None, eps = 1e-6))]
+fn fd_transition<'py>(
+    py: Python<'py>,
+    sim: &PySimulation,
+    u: Option<PyReadonlyArray1<'_, f64>>,
+    eps: f64,
+) -> PyResult<FdJacobians<'py>> {
+    let s = &sim.inner;
+    let m = &*s.model;
+    if !(eps.is_finite() && eps > 0.0) {
+        return Err(value_error(format!("eps: must be finite and > 0, got {eps}")));
+    }
+    let u = match u {
+        Some(u) => vector("u", &u, m.nu)?,
+        None => s.u_offset.clone(),
+    };
+    let mut ws = StepWorkspace::new(m);
+    let mut fd = FdWorkspace::new(m);
+    let (mut a, mut b) = (DMatrix::zeros(2 * m.nv, 2 * m.nv), DMatrix::zeros(2 * m.nv, m.nu));
+    let zeros = vec![0.0; m.nv];
+    let info = rust_fd_transition(
+        m,
+        &s.terrain,
+        &s.settings,
+        &mut ws,
+        &mut fd,
+        (s.q.as_slice(), s.v.as_slice(), u.as_slice(), &zeros),
+        eps,
+        &mut a,
+        &mut b,
+    );
+    Ok((matrix(py, &a), matrix(py, &b), format!("{:?}", info.status)))
+}
+
 /// Rollouts of `model` on flat ground from `x0s` (N x (nq + nv)) under open-loop torques `us`
 /// (N x T x nu), all in parallel on every core with the GIL released. Returns the states
 /// (N x (T + 1) x (nq + nv); NaN after a failed step) and the steps each rollout advanced (N).
@@ -587,5 +628,6 @@ fn _contactlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transition_jacobians, m)?)?;
     m.add_function(wrap_pyfunction!(rollout, m)?)?;
     m.add_function(wrap_pyfunction!(cito_py, m)?)?;
+    m.add_function(wrap_pyfunction!(fd_transition, m)?)?;
     Ok(())
 }

@@ -89,6 +89,12 @@ def test_exact_jacobians_match_central_differences_in_stance():
     scale_b, scale_a = np.abs(fd_b).max(), np.abs(fd_a).max()
     assert np.abs(b[nv:, :] - fd_b).max() < 1e-4 * scale_b
     assert np.abs(a[nv:, nv:] - fd_a).max() < 1e-4 * scale_a
+    # The whole of A and B (base rotation included, through the tangent space) against the
+    # library's own central differences.
+    fa_full, fb_full, status = cl.fd_transition(sim)
+    assert status == "Ok"
+    assert np.abs(a - fa_full).max() < 1e-4 * np.abs(fa_full).max()
+    assert np.abs(b - fb_full).max() < 1e-4 * np.abs(fb_full).max()
     # The relaxed sensitivity is a different (smoothed) derivative, not a copy of the exact one.
     ar, br, _ = cl.transition_jacobians(sim, sensitivity="relaxed", kappa=1e-2, delta=1e-2)
     assert np.abs(br - b).max() > 1e-3 * scale_b
@@ -190,3 +196,14 @@ def test_closed_loop_mpc_from_python_is_the_committed_rust_run():
     for key in ["recovered", "recovery_time_s", "max_base_error_m", "final_base_error_m", "cycles"]:
         assert summary[key] == committed[key], key
     assert trace.shape[1] == 5 and abs(trace[-1, 0] - committed["duration_s"]) < 1e-9
+
+
+@pytest.mark.parametrize("example", ["contact_forces", "jacobians_touchdown", "cito_plan"])
+def test_the_examples_run_and_write_their_plots(example, tmp_path):
+    pytest.importorskip("matplotlib")
+    import runpy
+
+    module = runpy.run_path(str(ROOT / "python/examples" / f"{example}.py"))
+    out = tmp_path / f"{example}.png"
+    module["main"](str(out))
+    assert out.stat().st_size > 10_000
