@@ -257,3 +257,19 @@ fn the_benchmark_rows_are_the_committed_medians() {
         assert!(readme.contains(&cell), "README lacks {name}: {cell}");
     }
 }
+
+/// The Python-and-MuJoCo benchmark table (`scripts/reproduce pybench`).
+#[test]
+fn the_python_benchmark_table_is_the_committed_run() {
+    let readme = readme();
+    let b = json(&root().join("docs/results/bench/python.json"));
+    for (key, cell) in [
+        ("contactlab_step_from_rust_us", format!("{:.1} us", f(&b, "contactlab_step_from_rust_us"))),
+        ("contactlab_step_from_python_us", format!("{:.1} us", f(&b, "contactlab_step_from_python_us"))),
+        ("mujoco_step_from_python_us", format!("{:.1} us", f(&b, "mujoco_step_from_python_us"))),
+        ("contactlab_batch_steps_per_s", format!("{:.0} steps/s", f(&b, "contactlab_batch_steps_per_s"))),
+        ("mujoco_batch_steps_per_s", format!("{:.0} steps/s", f(&b, "mujoco_batch_steps_per_s"))),
+    ] {
+        assert!(readme.contains(&format!("| {cell} |")), "README lacks {key}: {cell}");
+    }
+}
