@@ -5,6 +5,6 @@ States are ``x = (q, v)`` (float64), with a free-flyer's quaternion ``(x, y, z, 
 Jacobians are in the tangent space ``dx = (dq, dv)`` of size ``2 nv``.
 """
 
-from ._contactlab import Model, Scene, Simulation, TaskEnv, cito, fd_transition, rollout, transition_jacobians
+from ._contactlab import Model, Scene, Simulation, TaskEnv, cito, fd_transition, rollout, rollout_jacobians, transition_jacobians
 
-__all__ = ["Model", "Scene", "Simulation", "TaskEnv", "cito", "fd_transition", "rollout", "transition_jacobians"]
+__all__ = ["Model", "Scene", "Simulation", "TaskEnv", "cito", "fd_transition", "rollout", "rollout_jacobians", "transition_jacobians"]

@@ -128,3 +128,15 @@ def cito(
 
 def fd_transition(sim: Simulation, u: Optional[Array] = None, eps: float = 1e-6) -> tuple[Array, Array, str]:
     """A [2nv, 2nv], B [2nv, nu] by central differences through integrate, and the step status."""
+
+def rollout_jacobians(
+    model: Model,
+    x0s: Array,
+    us: Array,
+    sensitivity: str = "relaxed",
+    kappa: float = 1e-4,
+    delta: float = 1e-3,
+    dt: float = 0.002,
+    friction: float = 0.8,
+) -> tuple[Array, Array, Array, npt.NDArray[np.uint64]]:
+    """rollout's states [N, T + 1, nq + nv], A [N, T, 2nv, 2nv], B [N, T, 2nv, nu], steps [N]."""

@@ -18,7 +18,9 @@ use contactlab::ocp::mpc::{run_closed_loop, MpcSettings};
 use contactlab::scene::Scene;
 use contactlab::sim::{step, Simulation, StepSettings, StepWorkspace};
 use nalgebra::{DMatrix, DVector};
-use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use numpy::{
+    PyArray1, PyArray2, PyArray3, PyArray4, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -28,6 +30,9 @@ use std::sync::Arc;
 
 /// `(A, B, info)` of [`transition_jacobians`].
 type Jacobians<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyDict>);
+/// `(states, A, B, steps)` of [`rollout_jacobians`].
+type JacobianRollouts<'py> =
+    (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray4<f64>>, Bound<'py, PyArray4<f64>>, Bound<'py, PyArray1<u64>>);
 /// `(A, B, step status)` of [`fd_transition`].
 type FdJacobians<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, String);
 /// `(summary, xs, us)` of [`cito_py`].
@@ -619,6 +624,103 @@ impl PyTaskEnv {
     }
 }
 
+/// [`rollout`] that also returns every step's transition Jacobians with the named sensitivity:
+/// `(states, A, B, steps)` with `A` N x T x 2nv x 2nv and `B` N x T x 2nv x nu (NaN after a failed
+/// step). The states are those of [`rollout`], bit for bit (the same cold steps).
+#[pyfunction]
+#[pyo3(signature = (model, x0s, us, sensitivity = "relaxed", kappa = 1e-4, delta = 1e-3, dt = 0.002, friction = 0.8))]
+#[allow(clippy::too_many_arguments)]
+fn rollout_jacobians<'py>(
+    py: Python<'py>,
+    model: &PyModel,
+    x0s: PyReadonlyArray2<'_, f64>,
+    us: PyReadonlyArray3<'_, f64>,
+    sensitivity: &str,
+    kappa: f64,
+    delta: f64,
+    dt: f64,
+    friction: f64,
+) -> PyResult<JacobianRollouts<'py>> {
+    let m = model.inner.clone();
+    let (nq, nv, nu) = (m.nq, m.nv, m.nu);
+    let sens = parse_sensitivity(sensitivity, kappa, delta)?;
+    let x0 = x0s.as_array();
+    let u = us.as_array();
+    let (n, nx) = (x0.shape()[0], x0.shape()[1]);
+    if nx != nq + nv {
+        return Err(value_error(format!("x0s: expected {} columns (nq + nv), got {nx}", nq + nv)));
+    }
+    let (un, t, unu) = (u.shape()[0], u.shape()[1], u.shape()[2]);
+    if un != n || unu != nu {
+        return Err(value_error(format!("us: expected shape ({n}, T, {nu}), got ({un}, {t}, {unu})")));
+    }
+    let per = 2 * nv * (2 * nv + nu);
+    if n.saturating_mul(t).saturating_mul(per) > 200_000_000 {
+        return Err(value_error("rollout_jacobians: more than 2e8 Jacobian entries requested"));
+    }
+    let settings = StepSettings { dt, ..StepSettings::default() };
+    settings.validate().map_err(value_error)?;
+    let terrain = Terrain::flat(friction);
+    let x0: Vec<Vec<f64>> = (0..n).map(|i| x0.row(i).to_vec()).collect();
+    let controls: Vec<Vec<f64>> =
+        (0..n).map(|i| u.index_axis(numpy::ndarray::Axis(0), i).iter().copied().collect()).collect();
+    type One = (Vec<f64>, Vec<f64>, Vec<f64>, u64);
+    let results: Vec<One> = py.detach(|| {
+        x0.par_iter()
+            .zip(controls.par_iter())
+            .map(|(x, c)| {
+                let mut ws = StepWorkspace::new(&m);
+                let mut tw = TransitionWorkspace::new(&m);
+                let (mut a, mut b) = (DMatrix::zeros(2 * nv, 2 * nv), DMatrix::zeros(2 * nv, nu));
+                let mut states = vec![f64::NAN; (t + 1) * nx];
+                let mut aa = vec![f64::NAN; t * 4 * nv * nv];
+                let mut bb = vec![f64::NAN; t * 2 * nv * nu];
+                states[..nx].copy_from_slice(x);
+                let zeros = vec![0.0; nv];
+                let mut advanced = 0u64;
+                for k in 0..t {
+                    let (cur, next) = states.split_at_mut((k + 1) * nx);
+                    let cur = &cur[k * nx..];
+                    ws.reset_warm_start();
+                    let info = rust_transition_jacobians(
+                        &m,
+                        &terrain,
+                        &settings,
+                        &mut ws,
+                        &mut tw,
+                        (&cur[..nq], &cur[nq..], &c[k * nu..(k + 1) * nu], &zeros),
+                        sens,
+                        &mut a,
+                        &mut b,
+                    );
+                    if !info.step.status.advanced() {
+                        break;
+                    }
+                    next[..nq].copy_from_slice(tw.q_next.as_slice());
+                    next[nq..nx].copy_from_slice(tw.v_next.as_slice());
+                    // Row-major blocks, as NumPy lays them out.
+                    for r in 0..2 * nv {
+                        for col in 0..2 * nv {
+                            aa[k * 4 * nv * nv + r * 2 * nv + col] = a[(r, col)];
+                        }
+                        for col in 0..nu {
+                            bb[k * 2 * nv * nu + r * nu + col] = b[(r, col)];
+                        }
+                    }
+                    advanced += 1;
+                }
+                (states, aa, bb, advanced)
+            })
+            .collect()
+    });
+    let flat = |f: &dyn Fn(&One) -> &Vec<f64>| results.iter().flat_map(|r| f(r).iter().copied()).collect::<Vec<f64>>();
+    let states = PyArray1::from_vec(py, flat(&|r| &r.0)).reshape([n, t + 1, nx]).map_err(value_error)?;
+    let a = PyArray1::from_vec(py, flat(&|r| &r.1)).reshape([n, t, 2 * nv, 2 * nv]).map_err(value_error)?;
+    let b = PyArray1::from_vec(py, flat(&|r| &r.2)).reshape([n, t, 2 * nv, nu]).map_err(value_error)?;
+    let steps: Vec<u64> = results.iter().map(|r| r.3).collect();
+    Ok((states, a, b, PyArray1::from_vec(py, steps)))
+}
+
 #[pymodule]
 fn _contactlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyModel>()?;
@@ -629,5 +731,6 @@ fn _contactlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rollout, m)?)?;
     m.add_function(wrap_pyfunction!(cito_py, m)?)?;
     m.add_function(wrap_pyfunction!(fd_transition, m)?)?;
+    m.add_function(wrap_pyfunction!(rollout_jacobians, m)?)?;
     Ok(())
 }

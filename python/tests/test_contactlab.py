@@ -207,3 +207,21 @@ def test_the_examples_run_and_write_their_plots(example, tmp_path):
     out = tmp_path / f"{example}.png"
     module["main"](str(out))
     assert out.stat().st_size > 10_000
+
+
+def test_batch_jacobians_are_the_single_step_jacobians_along_the_same_rollouts():
+    model, q, v, u = stance()
+    rng = np.random.default_rng(1)
+    n, t = 8, 10
+    x0s = np.tile(np.concatenate([q, v]), (n, 1))
+    x0s[:, model.nq :] += rng.uniform(-0.05, 0.05, (n, model.nv))
+    us = u + rng.uniform(-2.0, 2.0, (n, t, model.nu))
+    states, a, b, steps = cl.rollout_jacobians(model, x0s, us, sensitivity="relaxed", kappa=1e-3, delta=1e-2)
+    plain, _ = cl.rollout(model, x0s, us)
+    assert np.array_equal(states, plain) and np.all(steps == t)
+    nv = model.nv
+    assert a.shape == (n, t, 2 * nv, 2 * nv) and b.shape == (n, t, 2 * nv, model.nu)
+    for i, k in [(0, 0), (3, 4), (7, 9)]:
+        sim = cl.Simulation(model, q=states[i, k, : model.nq], v=states[i, k, model.nq :])
+        a1, b1, _ = cl.transition_jacobians(sim, u=us[i, k], sensitivity="relaxed", kappa=1e-3, delta=1e-2)
+        assert np.array_equal(a[i, k], a1) and np.array_equal(b[i, k], b1)
