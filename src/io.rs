@@ -88,14 +88,17 @@ pub fn write_atomic_with<E: std::fmt::Display>(
     })
 }
 
-/// Where and when a result was produced: the git revision of the working directory (with
-/// `-dirty` if it has uncommitted changes outside `docs/`; `unknown` outside a git checkout), host name, CPU
-/// model and count, the 1/5/15-minute load average (Linux; empty elsewhere) and the UTC time
-/// (seconds since the epoch). Written into result files so a reader can tell which code on
-/// which machine under what load gave the numbers.
+/// Where and when a result was produced: the git revision of the checkout the binary was built
+/// from (with `-dirty` if it has uncommitted changes outside `docs/`; `unknown` outside a git
+/// checkout), host name, CPU model and count, the 1/5/15-minute load average (Linux; empty
+/// elsewhere) and the UTC time (seconds since the epoch). Written into result files so a reader
+/// can tell which code on which machine under what load gave the numbers.
 pub fn machine_stamp() -> serde_json::Value {
+    // The checkout this binary was built from, whatever the working directory.
     let git = |args: &[&str]| {
         std::process::Command::new("git")
+            .arg("-C")
+            .arg(env!("CARGO_MANIFEST_DIR"))
             .args(args)
             .output()
             .ok()

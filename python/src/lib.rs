@@ -6,7 +6,9 @@
 
 use contactlab::contact::Terrain;
 use contactlab::diff::fd::{fd_transition as rust_fd_transition, FdWorkspace};
-use contactlab::diff::{transition_jacobians as rust_transition_jacobians, Sensitivity, TransitionWorkspace};
+use contactlab::diff::{
+    transition_jacobians as rust_transition_jacobians, Sensitivity, TransitionStatus, TransitionWorkspace,
+};
 use contactlab::learn::task::{Env, ACTION_LIMIT};
 use contactlab::learn::Task;
 use contactlab::model::builtin;
@@ -26,6 +28,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// `(A, B, info)` of [`transition_jacobians`].
@@ -199,7 +202,9 @@ impl PySimulation {
 }
 
 fn vector(name: &str, a: &PyReadonlyArray1<'_, f64>, n: usize) -> PyResult<DVector<f64>> {
-    let s = a.as_slice().map_err(value_error)?;
+    // Through the array view: a strided (non-contiguous) array is as good as a packed one.
+    let owned: Vec<f64> = a.as_array().iter().copied().collect();
+    let s = owned.as_slice();
     if s.len() != n {
         return Err(value_error(format!("{name}: expected {n} values, got {}", s.len())));
     }
@@ -209,12 +214,26 @@ fn vector(name: &str, a: &PyReadonlyArray1<'_, f64>, n: usize) -> PyResult<DVect
     Ok(DVector::from_column_slice(s))
 }
 
+fn check_friction(friction: f64) -> PyResult<()> {
+    if friction.is_finite() && friction >= 0.0 {
+        Ok(())
+    } else {
+        Err(value_error(format!("friction: must be finite and >= 0, got {friction}")))
+    }
+}
+
 fn matrix<'py>(py: Python<'py>, m: &DMatrix<f64>) -> Bound<'py, PyArray2<f64>> {
     let rows: Vec<Vec<f64>> = (0..m.nrows()).map(|i| m.row(i).iter().copied().collect()).collect();
     PyArray2::from_vec2(py, &rows).expect("rectangular")
 }
 
 fn parse_sensitivity(name: &str, kappa: f64, delta: f64) -> PyResult<Sensitivity> {
+    if !(kappa.is_finite() && kappa > 0.0) {
+        return Err(value_error(format!("kappa: must be finite and > 0, got {kappa}")));
+    }
+    if !(delta.is_finite() && delta >= 0.0) {
+        return Err(value_error(format!("delta: must be finite and >= 0, got {delta}")));
+    }
     match name {
         "exact" => Ok(Sensitivity::Exact),
         "signorini" => Ok(Sensitivity::SignoriniRelaxed { kappa }),
@@ -240,9 +259,7 @@ impl PySimulation {
         let m = model.inner.clone();
         let settings = StepSettings { dt, ..StepSettings::default() };
         settings.validate().map_err(value_error)?;
-        if !(friction.is_finite() && friction >= 0.0) {
-            return Err(value_error(format!("friction: must be finite and >= 0, got {friction}")));
-        }
+        check_friction(friction)?;
         let q = match q {
             Some(q) => vector("q", &q, m.nq)?,
             None => neutral(&m),
@@ -454,6 +471,7 @@ fn rollout<'py>(
     }
     let settings = StepSettings { dt, ..StepSettings::default() };
     settings.validate().map_err(value_error)?;
+    check_friction(friction)?;
     let terrain = Terrain::flat(friction);
     let x0: Vec<Vec<f64>> = (0..n).map(|i| x0.row(i).to_vec()).collect();
     let controls: Vec<Vec<f64>> =
@@ -519,12 +537,20 @@ fn cito_py<'py>(
         None => CitoSettings::default(),
     };
     let problem = CitoProblem::from_state(&sim.inner, &settings).map_err(value_error)?;
+    // A callback that raises (or Ctrl-C) cancels the solve at its next iteration.
+    let cancel = AtomicBool::new(false);
     let mut failure = None;
-    let report = cito_solve(&problem, None, &mut |it| {
-        if let (Some(cb), None) = (&callback, &failure) {
-            if let Err(e) = cb.call1((it.iteration, it.cost)) {
-                failure = Some(e);
-            }
+    let report = cito_solve(&problem, Some(&cancel), &mut |it| {
+        if failure.is_some() {
+            return;
+        }
+        let called = match &callback {
+            Some(cb) => cb.call1((it.iteration, it.cost)).map(|_| ()),
+            None => Ok(()),
+        };
+        if let Err(e) = called.and_then(|_| py.check_signals()) {
+            failure = Some(e);
+            cancel.store(true, Ordering::Relaxed);
         }
     });
     if let Some(e) = failure {
@@ -626,7 +652,8 @@ impl PyTaskEnv {
 
 /// [`rollout`] that also returns every step's transition Jacobians with the named sensitivity:
 /// `(states, A, B, steps)` with `A` N x T x 2nv x 2nv and `B` N x T x 2nv x nu (NaN after a failed
-/// step). The states are those of [`rollout`], bit for bit (the same cold steps).
+/// step, and at a step whose sensitivity system failed). The states are those of [`rollout`],
+/// bit for bit (the same cold steps).
 #[pyfunction]
 #[pyo3(signature = (model, x0s, us, sensitivity = "relaxed", kappa = 1e-4, delta = 1e-3, dt = 0.002, friction = 0.8))]
 #[allow(clippy::too_many_arguments)]
@@ -660,6 +687,7 @@ fn rollout_jacobians<'py>(
     }
     let settings = StepSettings { dt, ..StepSettings::default() };
     settings.validate().map_err(value_error)?;
+    check_friction(friction)?;
     let terrain = Terrain::flat(friction);
     let x0: Vec<Vec<f64>> = (0..n).map(|i| x0.row(i).to_vec()).collect();
     let controls: Vec<Vec<f64>> =
@@ -696,10 +724,14 @@ fn rollout_jacobians<'py>(
                     if !info.step.status.advanced() {
                         break;
                     }
+                    // A step that advanced but whose sensitivity system failed leaves A, B
+                    // unspecified: those knots keep their NaN.
+                    let usable = matches!(info.status, TransitionStatus::Ok | TransitionStatus::BackwardNotConverged)
+                        && a.iter().chain(b.iter()).all(|x| x.is_finite());
                     next[..nq].copy_from_slice(tw.q_next.as_slice());
                     next[nq..nx].copy_from_slice(tw.v_next.as_slice());
                     // Row-major blocks, as NumPy lays them out.
-                    for r in 0..2 * nv {
+                    for r in (0..2 * nv).filter(|_| usable) {
                         for col in 0..2 * nv {
                             aa[k * 4 * nv * nv + r * 2 * nv + col] = a[(r, col)];
                         }

@@ -5,6 +5,7 @@ Simulation.step, batch rollouts equal to single ones, and the GIL released while
 import json
 import pathlib
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -128,22 +129,32 @@ def test_a_batch_rollout_equals_single_rollouts_and_python_stepping():
 
 def test_the_gil_is_released_during_a_batch_rollout():
     model, q, v, u = stance()
-    n, t = 4, 1500
+    n, t = 4, 3000
     x0s = np.tile(np.concatenate([q, v]), (n, 1))
     us = np.tile(u, (n, t, 1))
-    done = threading.Event()
+    started, done = threading.Event(), threading.Event()
+    window = {}
 
     def work():
+        started.set()
+        t0 = time.perf_counter()
         cl.rollout(model, x0s, us)
+        window["rollout"] = (t0, time.perf_counter())
         done.set()
 
     worker = threading.Thread(target=work)
     worker.start()
-    ticks = 0
+    started.wait()
+    stamps = []
     while not done.is_set():
-        ticks += 1  # Python bytecode runs only while the rollout does not hold the GIL
+        stamps.append(time.perf_counter())  # Python runs here only while the GIL is free
     worker.join()
-    assert ticks > 10_000, ticks
+    t0, t1 = window["rollout"]
+    inside = [s for s in stamps if t0 <= s <= t1]
+    gaps = np.diff([t0] + inside + [t1])
+    # Held for the whole rollout, the main thread would stall for all of it (one gap of t1 - t0);
+    # released, it runs throughout, with gaps of at most a few switch intervals.
+    assert t1 - t0 > 0.05 and gaps.max() < 0.25 * (t1 - t0), (t1 - t0, gaps.max())
 
 
 def test_the_gymnasium_env_passes_check_env_and_holds_the_stance_at_zero_action():

@@ -376,6 +376,8 @@ pub fn cito_starts(
     let which = sensitivity.unwrap_or_else(|| "all".into());
     let list = cito_settings(&sc, &which, kappa, delta, iterations)?;
     let noise = StartNoise::default();
+    // Stamped before the runs: the load average is the machine's, not the runs' own.
+    let machine = contactlab::io::machine_stamp();
     let mut initial = sc.simulation();
     initial.pulls.clear();
     let mut rows = Vec::new();
@@ -408,7 +410,7 @@ pub fn cito_starts(
         seed + n as u64 - 1
     );
     write_atomic(&out.join("starts.md"), md.as_bytes())?;
-    let json = serde_json::json!({ "scene": sc.file.name, "machine": contactlab::io::machine_stamp(), "seed": seed, "noise": noise, "rows": rows, "runs": runs });
+    let json = serde_json::json!({ "scene": sc.file.name, "machine": machine, "seed": seed, "noise": noise, "rows": rows, "runs": runs });
     write_atomic(&out.join("starts.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
     println!("wrote {}/starts.md and starts.json", out.display());
     Ok(())

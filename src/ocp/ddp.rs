@@ -215,6 +215,17 @@ impl Ddp {
         &self.gains
     }
 
+    /// Moves the feedback gains one knot earlier (the last repeated), with a warm start shifted
+    /// the same way: a solve that ends before its first backward pass keeps gains that match
+    /// its knots.
+    pub fn shift_gains(&mut self) {
+        if self.gains.len() > 1 {
+            self.gains.rotate_left(1);
+            let n = self.gains.len();
+            self.gains[n - 1] = self.gains[n - 2].clone();
+        }
+    }
+
     /// Replaces the trajectory and gains (MPC's fall back to its previous plan after a replan
     /// failed); the lengths must be those of the problem.
     pub fn restore(&mut self, xs: &[DVector<f64>], us: &[DVector<f64>], gains: &[DMatrix<f64>]) {

@@ -245,6 +245,7 @@ impl Mpc {
 
     fn replan_shifted(&mut self, x: &DVector<f64>, cancel: Option<&AtomicBool>) -> super::Info {
         shift(&mut self.ddp.us);
+        self.ddp.shift_gains();
         self.ddp.problem.x0.copy_from(x);
         self.ddp.settings.max_iterations = self.iterations;
         self.ddp.solve(None, cancel)
@@ -286,6 +287,10 @@ impl Mpc {
             if k.nrows() == u.len() && k.ncols() == dx.len() {
                 *u += k * dx;
             }
+        }
+        if u.iter().any(|x| !x.is_finite()) {
+            // No usable plan (a warm-up and every replan since failed): hold the stance.
+            u.copy_from(&self.u_hold);
         }
         if let Some((lo, hi)) = m.control_bounds() {
             for j in 0..u.len() {

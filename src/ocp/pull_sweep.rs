@@ -69,7 +69,7 @@ pub struct PullSweepSettings {
     pub tolerance: f64,
     /// ... within this long after the pull (s) \[2\] ...
     pub recovery_time: f64,
-    /// ... and still there this long later, when the run ends (s) [0.5].
+    /// ... and still there this long later, when the run ends (s, > 0) [0.5].
     pub hold: f64,
     /// The body pulled (at its origin) \[trunk\].
     pub body: String,
@@ -104,7 +104,9 @@ impl PullSweepSettings {
         .positive("duration", self.duration)
         .positive("tolerance", self.tolerance)
         .positive("recovery_time", self.recovery_time)
-        .non_negative("hold", self.hold);
+        // A run must outlast the recovery window, or a run that is still off at its end counts
+        // as recovered (`recovery_time` measures up to the last step).
+        .positive("hold", self.hold);
         c.finish()
     }
 

@@ -148,7 +148,9 @@ pub fn summarize(runs: &[CitoSummary]) -> StartsRow {
         footfalls_mean: per_foot(runs, |r, f| r.footfalls.get(f).map(|&n| n as f64)),
         succeeded_stepping: runs
             .iter()
-            .filter(|r| succeeded(r) && r.footfalls.values().all(|&n| n >= STEPPING_FOOTFALLS))
+            .filter(|r| {
+                succeeded(r) && !r.footfalls.is_empty() && r.footfalls.values().all(|&n| n >= STEPPING_FOOTFALLS)
+            })
             .count(),
         final_foot_height_mean: per_foot(runs, |r, f| r.final_foot_height.get(f).copied()),
     }
