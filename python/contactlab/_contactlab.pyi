@@ -77,6 +77,12 @@ class Simulation:
         """One step; its status ("Ok", "SolverNotConverged", or a failure that left the state)."""
     def step_n(self, n: int) -> int:
         """Up to n steps (GIL released), stopping at the first failure; how many advanced."""
+    def add_pull(
+        self, body: str, force: Array, start: float, duration: float, point: Optional[Array] = None
+    ) -> None:
+        """A force [3] (N, world) on `body` at `point` [3] (m, body frame) from simulated time
+        `start` for `duration` s."""
+    def clear_pulls(self) -> None: ...
     def reset(self) -> None: ...
     def contacts(self) -> dict:
         """gap [k] (m), impulse [k, 3] (N s), mode: list of k strings."""

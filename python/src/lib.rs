@@ -18,7 +18,7 @@ use contactlab::model::Model;
 use contactlab::ocp::cito::{solve as cito_solve, CitoProblem, CitoSettings};
 use contactlab::ocp::mpc::{run_closed_loop, MpcSettings};
 use contactlab::scene::Scene;
-use contactlab::sim::{step, Simulation, StepSettings, StepWorkspace};
+use contactlab::sim::{step, Pull, Simulation, StepSettings, StepWorkspace};
 use nalgebra::{DMatrix, DVector};
 use numpy::{
     PyArray1, PyArray2, PyArray3, PyArray4, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
@@ -333,6 +333,42 @@ impl PySimulation {
     fn step_n(&mut self, py: Python<'_>, n: usize) -> usize {
         let sim = &mut self.inner;
         py.detach(|| (0..n).take_while(|_| sim.step().status.advanced()).count())
+    }
+    /// Adds an external force `force` (N, world frame) on body `body` at `point` (m, body frame)
+    /// acting from simulated time `start` for `duration` seconds (a push on the trunk, say).
+    #[pyo3(signature = (body, force, start, duration, point = None))]
+    fn add_pull(
+        &mut self,
+        body: &str,
+        force: PyReadonlyArray1<'_, f64>,
+        start: f64,
+        duration: f64,
+        point: Option<PyReadonlyArray1<'_, f64>>,
+    ) -> PyResult<()> {
+        let m = &self.inner.model;
+        let index = m.body_index(body).ok_or_else(|| {
+            value_error(format!("{} has no body `{body}`; bodies: {}", m.name, m.body_names.join(", ")))
+        })?;
+        if !(start.is_finite() && duration.is_finite() && duration >= 0.0) {
+            return Err(value_error(format!("start {start} and duration {duration}: finite, duration >= 0")));
+        }
+        let force = vector("force", &force, 3)?;
+        let point = match point {
+            Some(p) => vector("point", &p, 3)?,
+            None => DVector::zeros(3),
+        };
+        self.inner.pulls.push(Pull {
+            body: index,
+            point: nalgebra::Vector3::new(point[0], point[1], point[2]),
+            force: nalgebra::Vector3::new(force[0], force[1], force[2]),
+            start,
+            duration,
+        });
+        Ok(())
+    }
+    /// Removes every pull (the scene's included).
+    fn clear_pulls(&mut self) {
+        self.inner.pulls.clear();
     }
     /// Back to the state it was created at (time, q, v; warm start forgotten).
     fn reset(&mut self) {

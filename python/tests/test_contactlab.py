@@ -236,3 +236,15 @@ def test_batch_jacobians_are_the_single_step_jacobians_along_the_same_rollouts()
         sim = cl.Simulation(model, q=states[i, k, : model.nq], v=states[i, k, model.nq :])
         a1, b1, _ = cl.transition_jacobians(sim, u=us[i, k], sensitivity="relaxed", kappa=1e-3, delta=1e-2)
         assert np.array_equal(a[i, k], a1) and np.array_equal(b[i, k], b1)
+
+
+def test_a_pull_from_python_pushes_the_robot():
+    scene = cl.Scene.load(ROOT / "scenes/quadruped_stand.ron")
+    pushed, still = scene.settled(1.0), scene.settled(1.0)
+    y0 = pushed.q[1]
+    pushed.add_pull("trunk", np.array([0.0, 40.0, 0.0]), start=pushed.t, duration=0.2)
+    assert pushed.step_n(250) == 250 and still.step_n(250) == 250
+    assert pushed.q[1] - y0 > 0.005 and abs(still.q[1] - y0) < 1e-4
+    with pytest.raises(ValueError, match="no body `hull`"):
+        pushed.add_pull("hull", np.zeros(3), 0.0, 0.1)
+    pushed.clear_pulls()
