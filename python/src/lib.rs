@@ -476,6 +476,53 @@ fn fd_transition<'py>(
     Ok((matrix(py, &a), matrix(py, &b), format!("{:?}", info.status)))
 }
 
+/// The checked inputs of a batch of rollouts: `n` starts (rows of `x0s`, `nx = nq + nv` each)
+/// and `t` steps of `nu` torques per start, owned, so the rollouts can run without the GIL.
+struct Batch {
+    m: Arc<Model>,
+    n: usize,
+    t: usize,
+    nx: usize,
+    settings: StepSettings,
+    terrain: Terrain,
+    x0: Vec<Vec<f64>>,
+    controls: Vec<Vec<f64>>,
+}
+
+impl Batch {
+    fn new(
+        model: &PyModel,
+        x0s: &PyReadonlyArray2<'_, f64>,
+        us: &PyReadonlyArray3<'_, f64>,
+        dt: f64,
+        friction: f64,
+    ) -> PyResult<Self> {
+        let m = model.inner.clone();
+        let (x0, u) = (x0s.as_array(), us.as_array());
+        let (n, nx) = (x0.shape()[0], x0.shape()[1]);
+        if nx != m.nq + m.nv {
+            return Err(value_error(format!("x0s: expected {} columns (nq + nv), got {nx}", m.nq + m.nv)));
+        }
+        let (un, t, unu) = (u.shape()[0], u.shape()[1], u.shape()[2]);
+        if un != n || unu != m.nu {
+            return Err(value_error(format!("us: expected shape ({n}, T, {}), got ({un}, {t}, {unu})", m.nu)));
+        }
+        let settings = StepSettings { dt, ..StepSettings::default() };
+        settings.validate().map_err(value_error)?;
+        check_friction(friction)?;
+        Ok(Self {
+            n,
+            t,
+            nx,
+            settings,
+            terrain: Terrain::flat(friction),
+            x0: (0..n).map(|i| x0.row(i).to_vec()).collect(),
+            controls: (0..n).map(|i| u.index_axis(numpy::ndarray::Axis(0), i).iter().copied().collect()).collect(),
+            m,
+        })
+    }
+}
+
 /// Rollouts of `model` on flat ground from `x0s` (N x (nq + nv)) under open-loop torques `us`
 /// (N x T x nu), all in parallel on every core with the GIL released. Returns the states
 /// (N x (T + 1) x (nq + nv); NaN after a failed step) and the steps each rollout advanced (N).
@@ -490,28 +537,11 @@ fn rollout<'py>(
     dt: f64,
     friction: f64,
 ) -> PyResult<Rollouts<'py>> {
-    let m = model.inner.clone();
+    let Batch { m, n, t, nx, settings, terrain, x0, controls } = Batch::new(model, &x0s, &us, dt, friction)?;
     let (nq, nv, nu) = (m.nq, m.nv, m.nu);
-    let x0 = x0s.as_array();
-    let u = us.as_array();
-    let (n, nx) = (x0.shape()[0], x0.shape()[1]);
-    if nx != nq + nv {
-        return Err(value_error(format!("x0s: expected {} columns (nq + nv), got {nx}", nq + nv)));
-    }
-    let (un, t, unu) = (u.shape()[0], u.shape()[1], u.shape()[2]);
-    if un != n || unu != nu {
-        return Err(value_error(format!("us: expected shape ({n}, T, {nu}), got ({un}, {t}, {unu})")));
-    }
     if n.saturating_mul(t + 1).saturating_mul(nx) > 500_000_000 {
         return Err(value_error("rollout: more than 5e8 state values requested"));
     }
-    let settings = StepSettings { dt, ..StepSettings::default() };
-    settings.validate().map_err(value_error)?;
-    check_friction(friction)?;
-    let terrain = Terrain::flat(friction);
-    let x0: Vec<Vec<f64>> = (0..n).map(|i| x0.row(i).to_vec()).collect();
-    let controls: Vec<Vec<f64>> =
-        (0..n).map(|i| u.index_axis(numpy::ndarray::Axis(0), i).iter().copied().collect()).collect();
     let results: Vec<(Vec<f64>, u64)> = py.detach(|| {
         x0.par_iter()
             .zip(controls.par_iter())
@@ -704,30 +734,13 @@ fn rollout_jacobians<'py>(
     dt: f64,
     friction: f64,
 ) -> PyResult<JacobianRollouts<'py>> {
-    let m = model.inner.clone();
-    let (nq, nv, nu) = (m.nq, m.nv, m.nu);
     let sens = parse_sensitivity(sensitivity, kappa, delta)?;
-    let x0 = x0s.as_array();
-    let u = us.as_array();
-    let (n, nx) = (x0.shape()[0], x0.shape()[1]);
-    if nx != nq + nv {
-        return Err(value_error(format!("x0s: expected {} columns (nq + nv), got {nx}", nq + nv)));
-    }
-    let (un, t, unu) = (u.shape()[0], u.shape()[1], u.shape()[2]);
-    if un != n || unu != nu {
-        return Err(value_error(format!("us: expected shape ({n}, T, {nu}), got ({un}, {t}, {unu})")));
-    }
+    let Batch { m, n, t, nx, settings, terrain, x0, controls } = Batch::new(model, &x0s, &us, dt, friction)?;
+    let (nq, nv, nu) = (m.nq, m.nv, m.nu);
     let per = 2 * nv * (2 * nv + nu);
     if n.saturating_mul(t).saturating_mul(per) > 200_000_000 {
         return Err(value_error("rollout_jacobians: more than 2e8 Jacobian entries requested"));
     }
-    let settings = StepSettings { dt, ..StepSettings::default() };
-    settings.validate().map_err(value_error)?;
-    check_friction(friction)?;
-    let terrain = Terrain::flat(friction);
-    let x0: Vec<Vec<f64>> = (0..n).map(|i| x0.row(i).to_vec()).collect();
-    let controls: Vec<Vec<f64>> =
-        (0..n).map(|i| u.index_axis(numpy::ndarray::Axis(0), i).iter().copied().collect()).collect();
     type One = (Vec<f64>, Vec<f64>, Vec<f64>, u64);
     let results: Vec<One> = py.detach(|| {
         x0.par_iter()

@@ -266,8 +266,8 @@ pub fn mpc_pull_sweep(
                 let _ = write!(md, " {} ({}) |", if o.recovered { "yes" } else { "no" }, o.footfalls);
             }
             let largest = largest_recovered(&runs, name, d);
-            let mut ms: Vec<f64> = these.iter().map(|o| o.solve_ms_max).filter(|x| x.is_finite()).collect();
-            ms.sort_by(f64::total_cmp);
+            // NaN (no MPC runs) folds away: max(NaN, x) = x.
+            let worst = these.iter().map(|o| o.solve_ms_max).fold(f64::NAN, f64::max);
             let med = |v: Vec<f64>| {
                 let mut v = v;
                 v.sort_by(f64::total_cmp);
@@ -281,11 +281,7 @@ pub fn mpc_pull_sweep(
                 med(these.iter().map(|o| o.solve_ms_median).filter(|x| x.is_finite()).collect()),
                 med(these.iter().map(|o| o.solve_ms_p95).filter(|x| x.is_finite()).collect()),
             );
-            let timing = if m50.is_finite() {
-                format!("{m50:.2} / {m95:.2} / {:.2}", ms.last().copied().unwrap_or(f64::NAN))
-            } else {
-                "-".into()
-            };
+            let timing = if m50.is_finite() { format!("{m50:.2} / {m95:.2} / {worst:.2}") } else { "-".into() };
             let failed: usize = these.iter().map(|o| o.failed_replans).sum();
             let _ = writeln!(md, " {largest:.0} | {timing} | {failed} |");
             summary.push(serde_json::json!({ "controller": name, "direction": d, "largest_recovered_n": largest, "failed_replans": failed }));

@@ -219,11 +219,7 @@ impl Ddp {
     /// the same way: a solve that ends before its first backward pass keeps gains that match
     /// its knots.
     pub fn shift_gains(&mut self) {
-        if self.gains.len() > 1 {
-            self.gains.rotate_left(1);
-            let n = self.gains.len();
-            self.gains[n - 1] = self.gains[n - 2].clone();
-        }
+        shift(&mut self.gains);
     }
 
     /// Replaces the trajectory and gains (MPC's fall back to its previous plan after a replan
@@ -596,6 +592,16 @@ impl Backward {
         mat(&mut self.gt, ndx, nu);
         mat(&mut self.kt_qux, ndx, ndx);
         mat(&mut self.gt_quu, ndx, nu);
+    }
+}
+
+/// Moves a sequence one knot earlier, repeating its last element (a receding horizon's warm
+/// start).
+pub fn shift<T: Clone>(v: &mut [T]) {
+    if v.len() > 1 {
+        v.rotate_left(1);
+        let n = v.len();
+        v[n - 1] = v[n - 2].clone();
     }
 }
 

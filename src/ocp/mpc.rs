@@ -28,7 +28,7 @@ use super::cito::{
     check_horizon, default_knot_dt, default_ocp_horizon, default_settle, hold_torque, pose_cost, CitoProblem,
     CitoWeights,
 };
-use super::ddp::{Ddp, Settings, Status};
+use super::ddp::{shift, Ddp, Settings, Status};
 use crate::diff::{Sensitivity, SensitivityKind};
 use crate::model::configuration::free_flyer_placement;
 use crate::sim::{Controller, Pull, Simulation};
@@ -318,15 +318,6 @@ impl Mpc {
             unconverged_jacobians: 0,
         };
         super::cito::evaluate(&p, &self.ddp.xs, &self.ddp.us, info, 0.0).knots
-    }
-}
-
-/// Moves a sequence one knot earlier, repeating its last element.
-fn shift<T: Clone>(v: &mut [T]) {
-    if v.len() > 1 {
-        v.rotate_left(1);
-        let n = v.len();
-        v[n - 1] = v[n - 2].clone();
     }
 }
 
