@@ -205,3 +205,51 @@ fn cito_from_perturbed_starts_writes_mean_and_spread() {
     let costs_b: Vec<f64> = b["runs"].as_array().unwrap().iter().map(|r| r["final_cost"].as_f64().unwrap()).collect();
     assert_eq!(costs, costs_b);
 }
+
+#[test]
+fn jacobians_writes_the_library_values_and_rejects_an_unknown_sensitivity() {
+    use contactlab::diff::{transition_jacobians, Sensitivity, TransitionWorkspace};
+    use contactlab::scene::Scene;
+    use contactlab::sim::StepWorkspace;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("J.json");
+    let o = contactlab()
+        .args(["jacobians", "scenes/quadruped_stand.ron", "--sensitivity", "relaxed(kappa=1e-3, delta=1e-2)", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(j["status"], "Ok");
+    // The same step in-process: equal to the last bit (JSON round-trips f64).
+    let scene = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/quadruped_stand.ron")).unwrap();
+    let sim = scene.settled(0.5).unwrap();
+    let m = &*sim.model;
+    let (mut a, mut b) = (nalgebra::DMatrix::zeros(2 * m.nv, 2 * m.nv), nalgebra::DMatrix::zeros(2 * m.nv, m.nu));
+    let zeros = vec![0.0; m.nv];
+    transition_jacobians(
+        m,
+        &sim.terrain,
+        &sim.settings,
+        &mut StepWorkspace::new(m),
+        &mut TransitionWorkspace::new(m),
+        (sim.q.as_slice(), sim.v.as_slice(), sim.u.as_slice(), &zeros),
+        Sensitivity::Relaxed { kappa: 1e-3, delta: 1e-2 },
+        &mut a,
+        &mut b,
+    );
+    for (r, row) in j["A"].as_array().unwrap().iter().enumerate() {
+        for (c, x) in row.as_array().unwrap().iter().enumerate() {
+            assert_eq!(x.as_f64().unwrap(), a[(r, c)], "A[{r}, {c}]");
+        }
+    }
+    assert_eq!(j["B"].as_array().unwrap().len(), 2 * m.nv);
+    let bad = dir.path().join("bad.json");
+    let o = contactlab()
+        .args(["jacobians", "scenes/quadruped_stand.ron", "--sensitivity", "smooth", "--out"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--sensitivity"));
+    assert!(!bad.exists());
+}

@@ -14,8 +14,11 @@ class Model:
     def builtin(name: str) -> "Model":
         """"quadruped" or "hopper"."""
     @staticmethod
-    def from_urdf(path: Path, floating: bool = True) -> "Model":
-        """Raises ValueError naming the file and element on a bad URDF."""
+    def from_urdf(
+        path: Path, floating: bool = True, contacts: Optional[list[Union[str, dict]]] = None
+    ) -> "Model":
+        """contacts: frame names, or dicts {frame, position [3] (m, in the frame), radius (m)};
+        default: links named *foot. Raises ValueError naming the file and element, or the entry."""
     @property
     def name(self) -> str: ...
     @property
@@ -26,6 +29,11 @@ class Model:
     def nu(self) -> int: ...
     @property
     def contact_names(self) -> list[str]: ...
+    @property
+    def body_names(self) -> list[str]: ...
+    @property
+    def actuated_joints(self) -> list[str]:
+        """[nu], the order of u."""
     def neutral(self) -> Array:
         """[nq]"""
 
@@ -127,10 +135,94 @@ class TaskEnv:
     def step(self, action: Array) -> tuple[Array, float, bool, bool]:
         """(observation, reward, terminated, truncated)."""
 
-def cito(
+def cito_solve(
     sim: Simulation, settings: Optional[dict] = None, callback: Optional[Callable[[int, float], None]] = None
 ) -> tuple[dict, Array, Array]:
-    """CITO from sim's state: summary, xs [T + 1, nq + nv], us [T, nu]."""
+    """CITO from sim's state (contactlab.cito.solve): summary, xs [T + 1, nq + nv], us [T, nu]."""
+
+def rollout_gradient(
+    sim: Simulation,
+    steps: int,
+    cost: dict,
+    sensitivity: str = "relaxed",
+    kappa: float = 1e-4,
+    delta: float = 1e-3,
+    param: Optional[str] = None,
+) -> dict:
+    """Adjoint gradient of a closed-loop rollout's cost: cost, grad_x0 [2nv] (tangent), grad_u
+    [steps, nu], grad_param (param: base_x|base_y|base_z|pull:N|torque:JOINTS), modes [steps, k]
+    (0 separated, 1 sticking, 2 sliding), backward_not_converged, q_final [nq], v_final [nv].
+    cost: running, terminal, q_ref [nq], w_q [nv], w_v [nv], w_u [nu], points: [{body, point,
+    target, weight, linear, linear_velocity}]."""
+
+def rollout_cost(sim: Simulation, steps: int, cost: dict) -> float:
+    """The same rollout's cost through Simulation.step alone (the finite-difference reference)."""
+
+class Mpc:
+    """Closed-loop contact-implicit MPC driving a Simulation (settings: the mpc section's fields)."""
+
+    def __init__(self, settings: Optional[dict] = None) -> None: ...
+    @property
+    def settings(self) -> dict: ...
+    def engage(self, sim: Simulation) -> None:
+        """Take over at sim's present state (the controller is switched off)."""
+    def release(self, sim: Simulation) -> None:
+        """Give the controller back."""
+    def step(self, sim: Simulation) -> tuple[str, Optional[dict]]:
+        """Replan at a period's start, then step: (step status, replan dict or None)."""
+    def run(self, sim: Simulation, seconds: float, callback: Optional[Callable[[dict], None]] = None) -> dict:
+        """Closed loop for `seconds`; callback(replan dict) after every replan. Returns steps,
+        cycles, failed_replans, failed_step."""
+    def set_target(self, position: Array, rotation: Optional[Array] = None) -> None:
+        """position [3] (m), rotation [3, 3] world from base; applied at the next replan."""
+    @property
+    def target(self) -> Optional[tuple[Array, Array]]: ...
+    @property
+    def planned_states(self) -> Array:
+        """[knots + 1, nq + nv]"""
+    @property
+    def knots(self) -> int: ...
+    @property
+    def substeps(self) -> int: ...
+
+class TossDataset:
+    """Cube tosses (contactlab.contactnets), scaled units."""
+
+    @staticmethod
+    def load(dir: Path) -> "TossDataset":
+        """Raises ValueError naming the file, line and field of a bad CSV."""
+    def __len__(self) -> int: ...
+    @property
+    def names(self) -> list[str]: ...
+    def toss(self, index: int) -> tuple[Array, Array, Array, Array, Array]:
+        """t [T], position [T, 3], quaternion [T, 4] (x y z w), velocity [T, 3], angular velocity [T, 3]."""
+
+class ContactModel:
+    """A learned contact model (contactlab.contactnets)."""
+
+    @staticmethod
+    def load(path: Path) -> "ContactModel": ...
+    def save(self, path: Path) -> None: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def mu(self) -> float: ...
+    @property
+    def vertices(self) -> Array:
+        """[n, 3], body frame, scaled units."""
+    @property
+    def vertex_error(self) -> float: ...
+    @property
+    def info(self) -> dict: ...
+    def rollout(self, data: TossDataset, index: int) -> tuple[Array, Array, Optional[str]]:
+        """position [T, 3], quaternion [T, 4], failure."""
+
+def contactnets_train(
+    data: TossDataset, tosses: int, settings: Optional[dict] = None, callback: Optional[Callable[[int], None]] = None
+) -> tuple[ContactModel, dict]: ...
+def contactnets_evaluate(
+    model: ContactModel, data: TossDataset, tosses: Optional[list[int]] = None, threads: int = 2
+) -> dict: ...
 
 def fd_transition(sim: Simulation, u: Optional[Array] = None, eps: float = 1e-6) -> tuple[Array, Array, str]:
     """A [2nv, 2nv], B [2nv, nu] by central differences through integrate, and the step status."""

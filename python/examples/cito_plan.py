@@ -28,7 +28,7 @@ def main(out):
         if iteration % 20 == 0:
             print(f"  iteration {iteration:3d}  cost {cost:.3f}")
 
-    summary, xs, us = cl.cito(sim, settings, callback=progress)
+    summary, xs, us = cl.cito.solve(sim, settings, callback=progress)
     print(f"{summary['status']}: pose error {1e3 * summary['pose_error_m']:.1f} mm, "
           f"footfalls {summary['footfalls']}")
     t = np.arange(len(xs)) * settings["knot_dt"]

@@ -4,6 +4,10 @@
 //! free-flyer's quaternion `(x, y, z, w)` in `q` (Pinocchio's convention), Jacobians are in the
 //! tangent space `dx = (dq, dv)` of size `2 nv`.
 
+mod contactnets;
+mod control;
+mod gradient;
+
 use contactlab::contact::Terrain;
 use contactlab::diff::fd::{fd_transition as rust_fd_transition, FdWorkspace};
 use contactlab::diff::{
@@ -14,7 +18,7 @@ use contactlab::learn::Task;
 use contactlab::model::builtin;
 use contactlab::model::configuration::neutral;
 use contactlab::model::urdf::{load, RootJoint};
-use contactlab::model::Model;
+use contactlab::model::{ContactPoint, Model};
 use contactlab::ocp::cito::{solve as cito_solve, CitoProblem, CitoSettings};
 use contactlab::ocp::mpc::{run_closed_loop, MpcSettings};
 use contactlab::scene::Scene;
@@ -55,8 +59,75 @@ fn from_python<T: serde::de::DeserializeOwned>(obj: &Bound<'_, PyAny>, what: &st
     serde_json::from_str(&text).map_err(|e| value_error(format!("{what}: {e}")))
 }
 
+/// `default` with the fields of the dict `obj` put over it (any subset; an unknown field is an
+/// error naming the fields), for settings whose serde form has no defaults of its own.
+fn settings_over_default<T: serde::Serialize + serde::de::DeserializeOwned>(
+    default: &T,
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<T> {
+    let mut base = serde_json::to_value(default).map_err(value_error)?;
+    let text: String = obj.py().import("json")?.call_method1("dumps", (obj,))?.extract()?;
+    let given: serde_json::Value = serde_json::from_str(&text).map_err(|e| value_error(format!("{what}: {e}")))?;
+    let (Some(fields), Some(given)) = (base.as_object_mut(), given.as_object()) else {
+        return Err(value_error(format!("{what}: expected a dict")));
+    };
+    for (k, v) in given {
+        if !fields.contains_key(k) {
+            let names: Vec<&str> = fields.keys().map(String::as_str).collect();
+            return Err(value_error(format!("{what}: unknown field `{k}`; fields: {}", names.join(", "))));
+        }
+        fields.insert(k.clone(), v.clone());
+    }
+    serde_json::from_value(base).map_err(|e| value_error(format!("{what}: {e}")))
+}
+
 fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
+}
+
+/// One entry of `Model.from_urdf(contacts=...)`: a frame name, or a dict with `frame`,
+/// `position` and `radius` (the fields of a scene's `robot.contacts`).
+struct ContactEntry {
+    frame: String,
+    position: [f64; 3],
+    radius: f64,
+}
+
+impl ContactEntry {
+    fn parse(entry: &Bound<'_, PyAny>) -> Result<Self, String> {
+        if let Ok(frame) = entry.extract::<String>() {
+            return Ok(Self { frame, position: [0.0; 3], radius: 0.0 });
+        }
+        let Ok(d) = entry.cast::<PyDict>() else {
+            return Err("expected a frame name or a dict {frame, position, radius}".into());
+        };
+        for key in d.keys() {
+            let key: String = key.extract().map_err(|_| "keys must be strings".to_string())?;
+            if !["frame", "position", "radius"].contains(&key.as_str()) {
+                return Err(format!("unknown field `{key}`; fields: frame, position, radius"));
+            }
+        }
+        let frame: String = match d.get_item("frame").map_err(|e| e.to_string())? {
+            Some(f) => f.extract().map_err(|_| "frame: expected a string".to_string())?,
+            None => return Err("frame: missing".into()),
+        };
+        let position: [f64; 3] = match d.get_item("position").map_err(|e| e.to_string())? {
+            Some(p) => p.extract().map_err(|_| "position: expected 3 numbers".to_string())?,
+            None => [0.0; 3],
+        };
+        if position.iter().any(|x| !x.is_finite()) {
+            return Err("position: every value must be finite".into());
+        }
+        let radius: f64 = match d.get_item("radius").map_err(|e| e.to_string())? {
+            Some(r) => r.extract().map_err(|_| "radius: expected a number".to_string())?,
+            None => 0.0,
+        };
+        if !(radius.is_finite() && radius >= 0.0) {
+            return Err(format!("radius: must be finite and >= 0, got {radius}"));
+        }
+        Ok(Self { frame, position, radius })
+    }
 }
 
 /// A robot: kinematic tree, inertias, actuators and contact points (immutable).
@@ -81,13 +152,37 @@ impl PyModel {
     }
 
     /// A robot from a URDF file; `floating` adds a free-flyer root (else the root link is fixed).
-    /// Contact points: the URDF's collision spheres. Errors name the file and element.
+    /// Contact points: by default every link whose name ends in `foot`, with the radius of its
+    /// first collision sphere. `contacts` replaces that choice, as a scene's `robot.contacts`
+    /// does: a list whose entries are a link or frame name (a point at its origin) or a dict
+    /// `{"frame": name, "position": [x, y, z] (m, in that frame), "radius": r (m)}`. Errors name
+    /// the file and element, or the entry.
     #[staticmethod]
-    #[pyo3(signature = (path, floating = true))]
-    fn from_urdf(path: PathBuf, floating: bool) -> PyResult<Self> {
+    #[pyo3(signature = (path, floating = true, contacts = None))]
+    fn from_urdf(path: PathBuf, floating: bool, contacts: Option<Vec<Bound<'_, PyAny>>>) -> PyResult<Self> {
         let root = if floating { RootJoint::FreeFlyer } else { RootJoint::Fixed };
-        let loaded = load(&path, root).map_err(value_error)?;
-        Ok(Self { inner: Arc::new(loaded.model) })
+        let mut model = load(&path, root).map_err(value_error)?.model;
+        if let Some(list) = contacts {
+            let mut points = Vec::with_capacity(list.len());
+            for (i, entry) in list.iter().enumerate() {
+                let spec = ContactEntry::parse(entry).map_err(|e| value_error(format!("contacts[{i}]: {e}")))?;
+                let Some((body, placement)) = model.resolve_body_or_frame(&spec.frame) else {
+                    return Err(value_error(format!(
+                        "contacts[{i}].frame: no link or frame named `{}` in {}",
+                        spec.frame,
+                        path.display()
+                    )));
+                };
+                points.push(ContactPoint {
+                    name: spec.frame,
+                    body,
+                    position: placement.act_point(&nalgebra::Vector3::from(spec.position)),
+                    radius: spec.radius,
+                });
+            }
+            model.contact_points = points;
+        }
+        Ok(Self { inner: Arc::new(model) })
     }
 
     #[getter]
@@ -109,7 +204,24 @@ impl PyModel {
     fn nu(&self) -> usize {
         self.inner.nu
     }
-    /// Names of the contact candidates, in the order of every per-contact array.
+    /// Body names (the names pulls and point costs use).
+    #[getter]
+    fn body_names(&self) -> Vec<String> {
+        self.inner.body_names.clone()
+    }
+    /// Names of the actuated joints, in the order of `u` (nu).
+    #[getter]
+    fn actuated_joints(&self) -> Vec<String> {
+        self.inner
+            .actuated_dofs
+            .iter()
+            .map(|&dof| {
+                let j = self.inner.joints.iter().find(|j| j.idx_v == dof).expect("an actuated dof has a joint");
+                j.name.clone()
+            })
+            .collect()
+    }
+    /// Names of the contact candidates, in the order of `Simulation.contacts()`.
     #[getter]
     fn contact_names(&self) -> Vec<String> {
         self.inner.contact_points.iter().map(|c| c.name.clone()).collect()
@@ -590,7 +702,7 @@ fn rollout<'py>(
 /// error), e.g. `Scene.cito_settings()`; `callback(iteration, cost)` is called after every
 /// accepted DDP iteration. Returns `(summary, xs, us)`: the summary dict of `contactlab cito`'s
 /// `summary.json`, the replayed plan's states (T + 1 x (nq + nv)) and torques (T x nu).
-#[pyfunction(name = "cito")]
+#[pyfunction(name = "cito_solve")]
 #[pyo3(signature = (sim, settings = None, callback = None))]
 fn cito_py<'py>(
     py: Python<'py>,
@@ -813,5 +925,12 @@ fn _contactlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cito_py, m)?)?;
     m.add_function(wrap_pyfunction!(fd_transition, m)?)?;
     m.add_function(wrap_pyfunction!(rollout_jacobians, m)?)?;
+    m.add_function(wrap_pyfunction!(gradient::rollout_gradient, m)?)?;
+    m.add_function(wrap_pyfunction!(gradient::rollout_cost, m)?)?;
+    m.add_class::<control::PyMpc>()?;
+    m.add_class::<contactnets::PyDataset>()?;
+    m.add_class::<contactnets::PyContactModel>()?;
+    m.add_function(wrap_pyfunction!(contactnets::train, m)?)?;
+    m.add_function(wrap_pyfunction!(contactnets::evaluate, m)?)?;
     Ok(())
 }

@@ -189,7 +189,7 @@ def test_cito_from_python_is_the_committed_rust_run_bit_for_bit():
     assert settings["sensitivity"] == "relaxed" and settings["target_offset"] == [0.0, 0.0, 0.04]
     sim = scene.settled(settings["settle"])
     costs = []
-    summary, xs, us = cl.cito(sim, settings, callback=lambda it, cost: costs.append(cost))
+    summary, xs, us = cl.cito.solve(sim, settings, callback=lambda it, cost: costs.append(cost))
     committed = json.loads((ROOT / "docs/results/cito/raise/relaxed/summary.json").read_text())
     for key in ["final_cost", "iterations", "pose_error_m", "pose_error_deg", "max_penetration_m"]:
         assert summary[key] == committed[key], key
@@ -197,7 +197,7 @@ def test_cito_from_python_is_the_committed_rust_run_bit_for_bit():
     knots = round(settings["horizon"] / settings["knot_dt"])
     assert xs.shape == (knots + 1, sim.model.nq + sim.model.nv) and us.shape == (knots, sim.model.nu)
     with pytest.raises(ValueError, match="CITO settings"):
-        cl.cito(sim, {"horizon_s": 0.3})
+        cl.cito.solve(sim, {"horizon_s": 0.3})
 
 
 def test_closed_loop_mpc_from_python_is_the_committed_rust_run():
@@ -248,3 +248,187 @@ def test_a_pull_from_python_pushes_the_robot():
     with pytest.raises(ValueError, match="no body `hull`"):
         pushed.add_pull("hull", np.zeros(3), 0.0, 0.1)
     pushed.clear_pulls()
+
+
+def contactlab_bin():
+    """The Rust CLI (`scripts/test` sets CONTACTLAB_BIN to the one `cargo test` built; a local
+    run falls back to target/debug). Required when CONTACTLAB_BIN is set."""
+    import os
+
+    given = os.environ.get("CONTACTLAB_BIN")
+    if given:
+        assert pathlib.Path(given).is_file(), f"CONTACTLAB_BIN={given} does not exist"
+        return given
+    local = ROOT / "target/debug/contactlab"
+    if not local.is_file():
+        pytest.skip("no contactlab binary (set CONTACTLAB_BIN)")
+    return str(local)
+
+
+def run_cli(*args):
+    import subprocess
+
+    done = subprocess.run([contactlab_bin(), *map(str, args)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize(
+    "scene,sensitivity,kwargs",
+    [
+        ("quadruped_stand", "exact", {}),
+        ("quadruped_stand", "signorini(kappa=1e-3)", {"sensitivity": "signorini", "kappa": 1e-3}),
+        ("quadruped_stand", "relaxed(kappa=1e-3, delta=1e-2)", {"sensitivity": "relaxed", "kappa": 1e-3, "delta": 1e-2}),
+        ("box_incline", "relaxed", {"sensitivity": "relaxed"}),
+    ],
+)
+def test_jacobians_from_python_equal_the_rust_cli_bit_for_bit(scene, sensitivity, kwargs, tmp_path):
+    out = tmp_path / "J.json"
+    run_cli("jacobians", f"scenes/{scene}.ron", "--settle", 0.3, "--sensitivity", sensitivity, "--out", out)
+    ref = json.loads(out.read_text())
+    sim = cl.Scene.load(ROOT / f"scenes/{scene}.ron").settled(0.3)
+    assert np.array_equal(sim.q, ref["q"]) and np.array_equal(sim.v, ref["v"]) and np.array_equal(sim.u, ref["u"])
+    kwargs.setdefault("sensitivity", "exact")
+    a, b, info = cl.transition_jacobians(sim, u=sim.u, **kwargs)
+    assert info["status"] == ref["status"] == "Ok"
+    assert np.array_equal(a, np.array(ref["A"])) and np.array_equal(b, np.array(ref["B"]))
+
+
+def test_urdf_contacts_can_be_chosen():
+    urdf = SHARED / "fixtures/rbd/urdf/go1.urdf"
+    default = cl.Model.from_urdf(urdf)
+    assert len(default.contact_names) == 4 and all(n.endswith("foot") for n in default.contact_names)
+    chosen = cl.Model.from_urdf(urdf, contacts=["FL_foot", {"frame": "trunk", "position": [0.2, 0.0, -0.05], "radius": 0.01}])
+    assert chosen.contact_names == ["FL_foot", "trunk"]
+    # The chosen trunk point touches the ground when the trunk is lowered onto it.
+    q = chosen.neutral()
+    q[2] = 0.04
+    sim = cl.Simulation(chosen, q=q)
+    sim.step()
+    assert sim.contacts()["gap"][1] == pytest.approx(0.04 - 0.05 - 0.01, abs=1e-9)
+    with pytest.raises(ValueError, match=r"contacts\[0\].frame: no link or frame named `paw`"):
+        cl.Model.from_urdf(urdf, contacts=["paw"])
+    with pytest.raises(ValueError, match=r"contacts\[0\]: unknown field `radius_m`"):
+        cl.Model.from_urdf(urdf, contacts=[{"frame": "trunk", "radius_m": 0.01}])
+
+
+def stand_cost(sim):
+    q0 = sim.q
+    return {
+        "running": 1.0,
+        "terminal": 10.0,
+        "w_v": 0.1 * np.ones(sim.model.nv),
+        "w_u": 1e-4 * np.ones(sim.model.nu),
+        "points": [{"body": "trunk", "target": q0[:3] + [0.05, 0.0, 0.02], "weight": [1.0, 1.0, 1.0]}],
+    }
+
+
+def test_rollout_gradients_match_central_differences_for_exact_and_not_for_a_strong_relaxation():
+    sim = cl.Scene.load(ROOT / "scenes/quadruped_stand.ron").settled(0.5)
+    cost, steps = stand_cost(sim), 50
+    m = sim.model
+    j = m.actuated_joints.index("FL_calf_joint")
+    exact = cl.rollout_gradient(sim, steps, cost, sensitivity="exact", param="torque:FL_calf_joint")
+    relaxed = cl.rollout_gradient(sim, steps, cost, sensitivity="relaxed", kappa=1e-2, delta=1e-2, param="torque:FL_calf_joint")
+    # The forward rollout does not depend on the sensitivity; its cost is the plain rollout's.
+    assert exact["cost"] == relaxed["cost"] == cl.rollout_cost(sim, steps, cost)
+    assert exact["grad_u"].shape == (steps, m.nu) and exact["modes"].shape == (steps, len(m.contact_names))
+    assert np.all(exact["modes"][:, :4] == 1)  # four sticking feet
+    # A constant torque offset is the sum of the per-step offsets.
+    assert exact["grad_param"] == pytest.approx(exact["grad_u"][:, j].sum(), rel=1e-9)
+    d, eps, c0 = np.zeros(m.nu), 1e-4, sim.control
+    d[j] = 1.0
+    sim.control = c0 + eps * d
+    jp = cl.rollout_cost(sim, steps, cost)
+    sim.control = c0 - eps * d
+    jm = cl.rollout_cost(sim, steps, cost)
+    sim.control = c0
+    fd = (jp - jm) / (2 * eps)
+    assert exact["grad_param"] == pytest.approx(fd, rel=1e-6)
+    assert abs(relaxed["grad_param"] - fd) > 1e-3 * abs(fd)
+    # The initial base position, through the parameter and through q directly.
+    g = cl.rollout_gradient(sim, steps, cost, sensitivity="exact", param="base_x")
+    q0 = sim.q
+    for sign in (1, -1):
+        q = q0.copy()
+        q[0] += sign * 1e-5
+        sim.q = q
+        if sign == 1:
+            jp = cl.rollout_cost(sim, steps, cost)
+        else:
+            jm = cl.rollout_cost(sim, steps, cost)
+    sim.q = q0
+    assert g["grad_param"] == pytest.approx((jp - jm) / 2e-5, rel=1e-6)
+    with pytest.raises(ValueError, match=r"cost.points\[0\].body: .* no body `hull`"):
+        cl.rollout_gradient(sim, steps, {"points": [{"body": "hull"}]})
+    with pytest.raises(ValueError, match="cost: unknown field `w_x`"):
+        cl.rollout_cost(sim, steps, {"w_x": 1.0})
+
+
+def test_mpc_object_driven_from_python_is_the_committed_closed_loop_run():
+    scene = cl.Scene.load(ROOT / "scenes/mpc_pull.ron")
+    settings = scene.mpc_settings()
+    committed = json.loads((ROOT / "docs/results/mpc/mpc_pull/summary.json").read_text())
+    sim = scene.settled(settings["settle"])
+    # The scene's pull, timed from the moment MPC takes over (as `contactlab mpc` does).
+    sim.add_pull("trunk", np.array([0.0, 45.0, 0.0]), start=sim.t + 0.5, duration=0.3)
+    mpc = cl.Mpc(settings)
+    mpc.engage(sim)
+    target = mpc.target[0]
+    seen = []
+    result = mpc.run(sim, settings["duration"], callback=lambda c: seen.append(c["base_error_m"]))
+    assert result["failed_step"] is None and result["failed_replans"] == 0
+    assert len(seen) == len(result["cycles"]) == committed["cycles"]
+    assert np.linalg.norm(sim.q[:3] - target) == committed["final_base_error_m"]
+    assert mpc.planned_states.shape == (mpc.knots + 1, sim.model.nq + sim.model.nv)
+    # Step by step from the same start: the same run.
+    again = scene.settled(settings["settle"])
+    again.add_pull("trunk", np.array([0.0, 45.0, 0.0]), start=again.t + 0.5, duration=0.3)
+    mpc2 = cl.Mpc(settings)
+    mpc2.engage(again)
+    for _ in range(500):
+        status, _ = mpc2.step(again)
+        assert status == "Ok"
+    mpc.release(sim)
+
+    def stop(cycle):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        mpc2.run(again, 1.0, callback=stop)
+    with pytest.raises(ValueError, match="unknown field"):
+        cl.Mpc({"horizon_s": 0.3})
+
+
+def test_contactnets_from_python_trains_the_model_the_cli_trains(tmp_path):
+    from contactlab import contactnets as cn
+
+    data = cn.TossDataset.load(SHARED / "data/cube_tosses")
+    settings = {"method": "poly", "steps": 150, "batch": 16, "seed": 3, "threads": 2}
+    out = tmp_path / "poly.json"
+    run_cli("contactnets", "train", "--data", SHARED / "data/cube_tosses", "--method", "poly", "--tosses", 4,
+            "--steps", 150, "--batch", 16, "--seed", 3, "--threads", 2, "--out", out)
+    ref = cn.ContactModel.load(out)
+    progress = []
+    model, report = cn.train(data, 4, settings, callback=progress.append)
+    assert np.array_equal(model.vertices, ref.vertices) and model.mu == ref.mu
+    assert report["steps"] == 150 and progress and progress[-1] <= 150
+    assert model.info["train_tosses"] == ref.info["train_tosses"]
+    # Training moved the noisy initial vertices toward the cube's corners and lowered the loss.
+    assert report["history"][-1][2] < report["history"][0][2]
+    ev = cn.evaluate(model, data, tosses=[0, 1, 2])
+    assert ev["tosses"] == 3 and ev["failed_rollouts"] == 0 and np.isfinite(ev["position_error_pct"])
+    p, q, failure = model.rollout(data, 0)
+    t, p_obs, *_ = data.toss(0)
+    assert failure is None and p.shape == p_obs.shape and np.array_equal(p[0], p_obs[0])
+    model.save(tmp_path / "again.json")
+    assert np.array_equal(cn.ContactModel.load(tmp_path / "again.json").vertices, model.vertices)
+    with pytest.raises(ValueError, match="unknown field `methd`"):
+        cn.train(data, 4, {"methd": "poly"})
+    with pytest.raises(RuntimeError, match="stop"):
+        cn.train(data, 4, {"steps": 1_000_000, "patience": 1_000_000}, callback=lambda s: (_ for _ in ()).throw(RuntimeError("stop")))
+    bad = tmp_path / "tosses"
+    bad.mkdir()
+    (bad / "toss_000.csv").write_text("t,px,py,pz,qw,qx,qy,qz,vx,vy,vz,wx,wy,wz\n0.0,1,2,3,1,0,0,0,0,0,0,0,0,x\n")
+    with pytest.raises(ValueError, match="toss_000.csv"):
+        cn.TossDataset.load(bad)

@@ -4,6 +4,7 @@
 pub mod check_dynamics;
 pub mod contactnets;
 pub mod gradcheck;
+pub mod jacobians;
 pub mod learn;
 pub mod optimize;
 pub mod simulate;
@@ -224,6 +225,23 @@ enum Command {
         #[command(subcommand)]
         command: ContactnetsCommand,
     },
+    /// Transition Jacobians A = dx+/dx and B = dx+/du (tangent space) of one step of the raw
+    /// dynamics at the scene's state after --settle seconds under its controller (u: the torque
+    /// of the last settling step, held; a cold step), with one contact sensitivity. Writes FILE
+    /// (JSON: q, v, u, A, B, statuses)
+    Jacobians {
+        /// Scene file, e.g. scenes/quadruped_stand.ron.
+        scene: PathBuf,
+        /// Seconds under the scene's controller before the step (pulls removed).
+        #[arg(long, default_value_t = 0.5)]
+        settle: f64,
+        /// exact, signorini(kappa=..), relaxed(kappa=.., delta=..); bare names take the defaults.
+        #[arg(long, default_value = "relaxed")]
+        sensitivity: String,
+        /// Output JSON file.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Compare M, nle, rnea, aba, foot positions and foot Jacobians with reference values
     /// (Pinocchio fixtures in ../shared/fixtures/rbd/), exiting non-zero above the tolerance.
     CheckDynamics {
@@ -347,6 +365,9 @@ pub fn run() -> Result<()> {
             })
         }
         Some(Command::Simulate { scene, duration, out }) => simulate::simulate(scene, duration, out),
+        Some(Command::Jacobians { scene, settle, sensitivity, out }) => {
+            jacobians::run(&scene, settle, &sensitivity, &out)
+        }
         Some(Command::CheckDynamics { urdf, fixture, tolerance }) => check_dynamics::check(urdf, fixture, tolerance),
         Some(Command::Cito { scene, sensitivity, iterations, kappa, delta, starts: Some(n), seed, out }) => {
             optimize::cito_starts(&scene, sensitivity, iterations, kappa, delta, n, seed, &out)
