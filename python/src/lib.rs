@@ -509,10 +509,12 @@ impl PySimulation {
 
 /// `A = d x+ / d x`, `B = d x+ / d u` (tangent space, `2 nv x 2 nv` and `2 nv x nu`) of one step
 /// of `sim`'s raw dynamics (no controller: `u` is the joint torque, default `sim.control`) at its
-/// present state, with the named contact sensitivity; and an info dict (`status`, `step_status`,
-/// backward `iterations`). The step is taken from a cold start, like the CITO knots.
+/// present state (or at `q`, `v` when given; `sim` is not changed), with the named contact
+/// sensitivity; and an info dict (`status`, `step_status`, `backward_iterations`, and the step's
+/// result `q_next`, `v_next`). The step is taken from a cold start, like the CITO knots.
 #[pyfunction]
-#[pyo3(signature = (sim, u = None, sensitivity = "relaxed", kappa = 1e-4, delta = 1e-3))]
+#[pyo3(signature = (sim, u = None, sensitivity = "relaxed", kappa = 1e-4, delta = 1e-3, q = None, v = None))]
+#[allow(clippy::too_many_arguments)]
 fn transition_jacobians<'py>(
     py: Python<'py>,
     sim: &PySimulation,
@@ -520,6 +522,8 @@ fn transition_jacobians<'py>(
     sensitivity: &str,
     kappa: f64,
     delta: f64,
+    q: Option<PyReadonlyArray1<'_, f64>>,
+    v: Option<PyReadonlyArray1<'_, f64>>,
 ) -> PyResult<Jacobians<'py>> {
     let s = &sim.inner;
     let m = &*s.model;
@@ -527,6 +531,14 @@ fn transition_jacobians<'py>(
     let u = match u {
         Some(u) => vector("u", &u, m.nu)?,
         None => s.u_offset.clone(),
+    };
+    let q = match q {
+        Some(q) => vector("q", &q, m.nq)?,
+        None => s.q.clone(),
+    };
+    let v = match v {
+        Some(v) => vector("v", &v, m.nv)?,
+        None => s.v.clone(),
     };
     let mut ws = StepWorkspace::new(m);
     let mut tw = TransitionWorkspace::new(m);
@@ -538,7 +550,7 @@ fn transition_jacobians<'py>(
         &s.settings,
         &mut ws,
         &mut tw,
-        (s.q.as_slice(), s.v.as_slice(), u.as_slice(), &zeros),
+        (q.as_slice(), v.as_slice(), u.as_slice(), &zeros),
         sens,
         &mut a,
         &mut b,
@@ -547,6 +559,8 @@ fn transition_jacobians<'py>(
     d.set_item("status", format!("{:?}", info.status))?;
     d.set_item("step_status", format!("{:?}", info.step.status))?;
     d.set_item("backward_iterations", info.backward.iterations)?;
+    d.set_item("q_next", PyArray1::from_slice(py, tw.q_next.as_slice()))?;
+    d.set_item("v_next", PyArray1::from_slice(py, tw.v_next.as_slice()))?;
     Ok((matrix(py, &a), matrix(py, &b), d))
 }
 

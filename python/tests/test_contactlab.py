@@ -209,6 +209,17 @@ def test_closed_loop_mpc_from_python_is_the_committed_rust_run():
     assert trace.shape[1] == 5 and abs(trace[-1, 0] - committed["duration_s"]) < 1e-9
 
 
+def test_the_cma_example_trains_a_policy_better_than_the_pd_on_held_out_episodes(tmp_path):
+    pytest.importorskip("cma")
+    pytest.importorskip("matplotlib")
+    import runpy
+
+    module = runpy.run_path(str(ROOT / "python/examples/train_cma.py"))
+    out = tmp_path / "cma.png"
+    before, after = module["main"](str(out))
+    assert after > before and out.stat().st_size > 10_000
+
+
 @pytest.mark.parametrize("example", ["contact_forces", "jacobians_touchdown", "cito_plan"])
 def test_the_examples_run_and_write_their_plots(example, tmp_path):
     pytest.importorskip("matplotlib")
@@ -432,3 +443,79 @@ def test_contactnets_from_python_trains_the_model_the_cli_trains(tmp_path):
     (bad / "toss_000.csv").write_text("t,px,py,pz,qw,qx,qy,qz,vx,vy,vz,wx,wy,wz\n0.0,1,2,3,1,0,0,0,0,0,0,0,0,x\n")
     with pytest.raises(ValueError, match="toss_000.csv"):
         cn.TossDataset.load(bad)
+
+
+def test_torch_step_is_the_simulator_step_and_its_gradient_is_the_exact_sensitivity():
+    torch = pytest.importorskip("torch")
+    from contactlab.torch import charts, step
+
+    def qmul(a, b):
+        (ax, ay, az, aw), (bx, by, bz, bw) = a, b
+        return np.array(
+            [
+                aw * bx + bw * ax + ay * bz - az * by,
+                aw * by + bw * ay + az * bx - ax * bz,
+                aw * bz + bw * az + ax * by - ay * bx,
+                aw * bw - ax * bx - ay * by - az * bz,
+            ]
+        )
+
+    settled = cl.Scene.load(ROOT / "scenes/quadruped_stand.ron").settled(0.5)
+    model, q, v, u = settled.model, settled.q, settled.v, settled.u
+    # Yawed by 40 degrees (flat ground: still a stance), so the base frame is not the world's.
+    q[3:7] = qmul([0.0, 0.0, np.sin(0.35), np.cos(0.35)], q[3:7])
+    sim = cl.Simulation(model)
+    fresh = cl.Simulation(model, q=q, v=v)
+    fresh.control = u
+    fresh.step()
+    x = torch.tensor(np.r_[q, v], requires_grad=True)
+    ut = torch.tensor(u, requires_grad=True)
+    assert np.array_equal(step(sim, x, ut).detach().numpy(), np.r_[fresh.q, fresh.v])
+    # A batch is its rows.
+    batch = step(sim, torch.stack([x, x, x]).detach(), ut.detach())
+    assert batch.shape == (3, model.nq + model.nv) and torch.equal(batch[1], step(sim, x, ut).detach())
+
+    w = torch.tensor(np.random.default_rng(0).normal(size=model.nq + model.nv))
+    horizon = 5
+
+    def loss(x0, u0, sensitivity="exact", **kw):
+        for _ in range(horizon):
+            x0 = step(sim, x0, u0, sensitivity=sensitivity, **kw)
+        return (w * x0).sum()
+
+    loss(x, ut).backward()
+    gx, gu = x.grad.numpy(), ut.grad.numpy()
+
+    def f(qq, vv, uu):
+        return float(loss(torch.tensor(np.r_[qq, vv]), torch.tensor(uu)))
+
+    eps = 1e-6
+    checks = []
+    for j in [0, 2, 7]:
+        d = np.zeros(model.nu)
+        d[j] = eps
+        checks.append((gu[j], (f(q, v, u + d) - f(q, v, u - d)) / (2 * eps)))
+    for j in [0, 3, 10]:
+        d = np.zeros(model.nv)
+        d[j] = eps
+        checks.append((gx[model.nq + j], (f(q, v + d, u) - f(q, v - d, u)) / (2 * eps)))
+    for j in [0, 1, 2, 9]:  # base position and a joint angle: plain coordinates
+        d = np.zeros(model.nq)
+        d[j] = eps
+        checks.append((gx[j], (f(q + d, v, u) - f(q - d, v, u)) / (2 * eps)))
+    # The quaternion along a tangent direction: quat (x) exp(s theta).
+    theta = np.array([0.3, -0.5, 0.2]) / np.linalg.norm([0.3, -0.5, 0.2])
+
+    def turned(s):
+        out = q.copy()
+        out[3:7] = qmul(q[3:7], np.r_[np.sin(0.5 * s) * theta, np.cos(0.5 * s)])
+        return out
+
+    to_coords, _ = charts(q, model.nv)
+    checks.append((gx[3:7] @ (to_coords[3:7, 3:6] @ theta), (f(turned(eps), v, u) - f(turned(-eps), v, u)) / (2 * eps)))
+    for analytic, fd in checks:
+        assert analytic == pytest.approx(fd, rel=1e-4, abs=1e-6)
+    # A strong relaxation gives another gradient.
+    x.grad, ut.grad = None, None
+    loss(x, ut, "relaxed", kappa=1e-1, delta=1e-1).backward()
+    assert np.abs(ut.grad.numpy() - gu).max() > 1e-2 * np.abs(gu).max()
