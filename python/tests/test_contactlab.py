@@ -220,6 +220,18 @@ def test_the_cma_example_trains_a_policy_better_than_the_pd_on_held_out_episodes
     assert after > before and out.stat().st_size > 10_000
 
 
+def test_the_stable_baselines3_example_trains_through_the_env(tmp_path):
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("matplotlib")
+    import runpy
+
+    module = runpy.run_path(str(ROOT / "python/examples/train_sb3_ppo.py"))
+    out = tmp_path / "ppo.png"
+    zero, curve = module["main"](str(out), total_steps=4096, chunk=2048)
+    assert len(curve) == 2 and np.all(np.isfinite(curve)) and np.isfinite(zero)
+    assert out.stat().st_size > 10_000
+
+
 @pytest.mark.parametrize("example", ["contact_forces", "jacobians_touchdown", "cito_plan"])
 def test_the_examples_run_and_write_their_plots(example, tmp_path):
     pytest.importorskip("matplotlib")
