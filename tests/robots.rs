@@ -162,3 +162,52 @@ fn hopper_structure_and_standing() {
     assert!(foot.y.abs() < 1e-12);
     assert!((0.45..0.52).contains(&(b.z - foot.z)), "foot {foot:?}, body {b:?}");
 }
+
+/// The multi-legged family of the scaling benchmarks: the structure it promises, and each
+/// member standing on all its feet under a joint PD (everything sticking, trunk level).
+#[test]
+fn legged_family_structure_and_standing() {
+    use contactlab::contact::{ContactMode, Terrain};
+    use contactlab::model::builtin::legged;
+    use contactlab::sim::{Controller, Simulation, StepSettings, StepStatus};
+    use std::sync::Arc;
+    assert!(legged(1).is_err() && legged(11).is_err());
+    for pairs in [2, 3, 5] {
+        let l = legged(pairs).unwrap();
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        let m = l.model;
+        assert_eq!((m.nv, m.nu, m.contact_points.len()), (6 + 6 * pairs, 6 * pairs, 2 * pairs));
+        assert_physical_inertias(&m);
+        if pairs == 2 {
+            assert!((m.total_mass() - 12.2).abs() < 1e-9, "{}", m.total_mass());
+        }
+        let mut q = neutral(&m);
+        q[2] = 0.33;
+        let mut posture = vec![0.0; m.nu];
+        for (k, &dof) in m.actuated_dofs.iter().enumerate() {
+            let j = m.joints.iter().find(|j| j.idx_v == dof).unwrap();
+            let angle = if j.name.ends_with("_thigh_joint") {
+                0.8
+            } else if j.name.ends_with("_calf_joint") {
+                -1.6
+            } else {
+                0.0
+            };
+            q[j.idx_q] = angle;
+            posture[k] = angle;
+        }
+        let v = nalgebra::DVector::zeros(m.nv);
+        let mut sim = Simulation::new(Arc::new(m), Terrain::flat(0.8), StepSettings::default(), q, v);
+        sim.controller = Controller::JointPd { kp: 80.0, kd: 6.0, posture };
+        for _ in 0..1500 {
+            assert_eq!(sim.step().status, StepStatus::Ok);
+        }
+        assert_eq!(sim.ws.modes.iter().filter(|m| **m == ContactMode::Sticking).count(), 2 * pairs, "{pairs} pairs");
+        assert!(
+            (sim.q[2] - 0.32).abs() < 0.02 && sim.v.norm() < 1e-3,
+            "{pairs} pairs: z {} |v| {}",
+            sim.q[2],
+            sim.v.norm()
+        );
+    }
+}

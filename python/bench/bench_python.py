@@ -26,9 +26,7 @@ import pathlib
 import platform
 import statistics
 import sys
-import tempfile
 import time
-import xml.etree.ElementTree as ET
 
 import numpy as np
 
@@ -49,34 +47,12 @@ def timed(fn, repeats=REPEATS):
 
 
 def mujoco_model(mujoco, friction, dt):
-    """The URDF through MuJoCo's importer, then made floating with the trunk's inertia, a floor
-    and motors (MuJoCo's URDF import fixes the root link to the world)."""
-    fixed = mujoco.MjModel.from_xml_path(str(URDF))
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "fixed.xml")
-        mujoco.mj_saveLastXML(path, fixed)
-        root = ET.parse(path).getroot()
-    urdf = ET.parse(URDF).getroot()
-    inertial = urdf.find("link[@name='trunk']/inertial")
-    mass = inertial.find("mass").get("value")
-    i = inertial.find("inertia")
-    world = root.find("worldbody")
-    trunk = ET.Element("body", name="trunk", pos="0 0 0.33")
-    ET.SubElement(trunk, "freejoint", name="root")
-    ET.SubElement(trunk, "inertial", pos="0 0 0", mass=mass,
-                  diaginertia=f"{i.get('ixx')} {i.get('iyy')} {i.get('izz')}")
-    for child in list(world):
-        world.remove(child)
-        trunk.append(child)
-    ET.SubElement(world, "geom", name="floor", type="plane", size="0 0 1", friction=f"{friction} 0.005 0.0001")
-    world.append(trunk)
-    option = root.find("option") or ET.SubElement(root, "option")
-    option.set("timestep", str(dt))
-    actuators = ET.SubElement(root, "actuator")
-    for joint in root.iter("joint"):
-        lo, hi = joint.get("actuatorfrcrange").split()
-        ET.SubElement(actuators, "motor", joint=joint.get("name"), ctrlrange=f"{lo} {hi}", ctrllimited="true")
-    return mujoco.MjModel.from_xml_string(ET.tostring(root, encoding="unicode"))
+    """The URDF in MuJoCo, floating, with torque motors (benches/peers/mjmodels.py); MuJoCo's
+    default Euler integrator, as this benchmark has always used."""
+    sys.path.insert(0, str(ROOT / "benches/peers"))
+    import mjmodels
+
+    return mjmodels.floating(mujoco, URDF.read_text(), friction=friction, dt=dt, integrator="Euler")
 
 
 def main(out):

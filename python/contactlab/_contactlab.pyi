@@ -12,7 +12,7 @@ Array = npt.NDArray[np.float64]
 class Model:
     @staticmethod
     def builtin(name: str) -> "Model":
-        """"quadruped" or "hopper"."""
+        """"quadruped", "hopper" or "legged<N>" (N = 4, 6, ..., 20 legs)."""
     @staticmethod
     def from_urdf(
         path: Path, floating: bool = True, contacts: Optional[list[Union[str, dict]]] = None
@@ -134,6 +134,9 @@ class TaskEnv:
         """The episode of `seed`: observation [obs_dim]."""
     def step(self, action: Array) -> tuple[Array, float, bool, bool]:
         """(observation, reward, terminated, truncated)."""
+
+def builtin_urdf(name: str) -> str:
+    """The URDF text of a builtin robot (Model.builtin's names)."""
 
 def cito_solve(
     sim: Simulation, settings: Optional[dict] = None, callback: Optional[Callable[[int, float], None]] = None

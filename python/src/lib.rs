@@ -59,6 +59,29 @@ fn from_python<T: serde::de::DeserializeOwned>(obj: &Bound<'_, PyAny>, what: &st
     serde_json::from_str(&text).map_err(|e| value_error(format!("{what}: {e}")))
 }
 
+/// The pairs of legs of a builtin name `legged<N>`.
+fn legged_pairs(name: &str) -> PyResult<usize> {
+    let unknown =
+        || value_error(format!("unknown builtin robot `{name}`: quadruped, hopper or legged<N> (N = 4, 6, ..., 20)"));
+    let legs: usize = name.strip_prefix("legged").and_then(|n| n.parse().ok()).ok_or_else(unknown)?;
+    if !legs.is_multiple_of(2) || !builtin::LEG_PAIRS.contains(&(legs / 2)) {
+        return Err(unknown());
+    }
+    Ok(legs / 2)
+}
+
+/// The URDF text of a builtin robot (`Model.builtin`'s names; the quadruped without the trunk
+/// corners the builtin adds as contact points), e.g. to load the same robot into another
+/// simulator.
+#[pyfunction]
+fn builtin_urdf(name: &str) -> PyResult<String> {
+    match name {
+        "quadruped" => Ok(builtin::QUADRUPED_URDF.to_string()),
+        "hopper" => Ok(builtin::HOPPER_URDF.to_string()),
+        other => builtin::legged_urdf(legged_pairs(other)?).map_err(value_error),
+    }
+}
+
 /// `default` with the fields of the dict `obj` put over it (any subset; an unknown field is an
 /// error naming the fields), for settings whose serde form has no defaults of its own.
 fn settings_over_default<T: serde::Serialize + serde::de::DeserializeOwned>(
@@ -139,13 +162,14 @@ struct PyModel {
 
 #[pymethods]
 impl PyModel {
-    /// A robot that ships with ContactLab: "quadruped" (12 DoF, point feet) or "hopper".
+    /// A robot that ships with ContactLab: "quadruped" (12 DoF, point feet), "hopper", or
+    /// "legged<N>" (the scaling family: N = 4, 6, ..., 20 legs of the quadruped's, 6 + 3 N DoF).
     #[staticmethod]
     fn builtin(name: &str) -> PyResult<Self> {
         let loaded = match name {
             "quadruped" => builtin::quadruped(),
             "hopper" => builtin::hopper(),
-            other => return Err(value_error(format!("unknown builtin robot `{other}`: quadruped or hopper"))),
+            other => builtin::legged(legged_pairs(other)?),
         }
         .map_err(value_error)?;
         Ok(Self { inner: Arc::new(loaded.model) })
@@ -939,6 +963,7 @@ fn _contactlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cito_py, m)?)?;
     m.add_function(wrap_pyfunction!(fd_transition, m)?)?;
     m.add_function(wrap_pyfunction!(rollout_jacobians, m)?)?;
+    m.add_function(wrap_pyfunction!(builtin_urdf, m)?)?;
     m.add_function(wrap_pyfunction!(gradient::rollout_gradient, m)?)?;
     m.add_function(wrap_pyfunction!(gradient::rollout_cost, m)?)?;
     m.add_class::<control::PyMpc>()?;
