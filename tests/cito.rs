@@ -180,28 +180,28 @@ fn footfalls_count_lift_offs_that_land() {
     assert_eq!(footfalls(&knots), vec![2, 0, 0, 0]);
 }
 
-/// Locomotion through contact (scenes/cito_walk.ron: walk 0.3 m forward in 1 s, no contact
-/// schedule; moving reference, the PD's closed-loop torques as the initial guess, foot
-/// clearance, the same for every sensitivity). From the perturbed start of seed 1 (the second of
-/// the five starts behind `docs/results/cito_starts/walk`), the relaxed sensitivity reaches the
-/// target within 1 cm with every foot stepping at least twice; the exact sensitivity, blind to
-/// the contacts a swing foot is about to make, stops several centimetres short. The test fails
-/// if the locomotion shaping or the relaxed sensitivity's look-ahead is lost.
+/// Locomotion through contact (scenes/cito_turn.ron: turn 45 degrees in place in 1 s, no
+/// contact schedule; moving reference, the trot prior as the warm start, foot clearance, the
+/// same for every sensitivity). From the perturbed start of seed 0 (the first of the five starts
+/// behind `docs/results/cito_starts/turn`), the relaxed sensitivity reaches the target with
+/// every foot stepping at least twice; the exact sensitivity, from the same warm start, ends in
+/// a local optimum that costs more than twice as much (it was 250 against 102). The test fails if
+/// the locomotion shaping, the trot prior or the relaxed sensitivity's look-ahead is lost.
 #[test]
-fn walk_forward_steps_every_foot_twice_with_the_relaxed_sensitivity_only() {
+fn turn_in_place_steps_every_foot_twice_and_relaxed_finds_the_cheaper_gait() {
     use contactlab::ocp::starts::{perturbed, succeeded, StartNoise, STEPPING_FOOTFALLS};
-    let s = scene("cito_walk.ron");
+    let s = scene("cito_turn.ron");
     let settings = s.cito_settings().unwrap();
     let mut initial = s.simulation();
     initial.pulls.clear();
-    let start = perturbed(&initial, settings.settle, &StartNoise::default(), 1).unwrap();
+    let start = perturbed(&initial, settings.settle, &StartNoise::default(), 0).unwrap();
     let run = |sens: Sensitivity| {
         let mut st = settings.clone();
         st.set_sensitivity(sens);
         let p = cito::CitoProblem::from_state(&start, &st).unwrap();
         let r = cito::solve(&p, None, &mut |_| {});
         eprintln!(
-            "walk {}: {:?} cost {:.3} error {:.1} mm footfalls {:?}",
+            "turn {}: {:?} cost {:.3} error {:.1} mm footfalls {:?}",
             r.sensitivity,
             r.info.status,
             r.info.cost,
@@ -212,9 +212,28 @@ fn walk_forward_steps_every_foot_twice_with_the_relaxed_sensitivity_only() {
     };
     let relaxed = run(settings.sensitivity());
     assert_eq!(relaxed.sensitivity, "relaxed");
-    assert!(succeeded(&relaxed.summary("cito_walk")), "relaxed: {:.1} mm", 1e3 * relaxed.pose_error_m);
+    assert!(succeeded(&relaxed.summary("cito_turn")), "relaxed: {:.1} mm", 1e3 * relaxed.pose_error_m);
     assert!(relaxed.footfalls.iter().all(|&n| n >= STEPPING_FOOTFALLS), "relaxed footfalls {:?}", relaxed.footfalls);
     let exact = run(Sensitivity::Exact);
-    assert!(exact.pose_error_m > 0.02, "exact reached the target: {:.1} mm", 1e3 * exact.pose_error_m);
     assert!(exact.info.cost > 2.0 * relaxed.info.cost, "exact {} vs relaxed {}", exact.info.cost, relaxed.info.cost);
+}
+
+/// The trot prior needs the scene's joint PD and the quadruped's leg names, and says so; its
+/// settings are range-checked.
+#[test]
+fn trot_guess_needs_a_pd_and_named_legs() {
+    let s = scene("cito_turn.ron");
+    let settings = s.cito_settings().unwrap();
+    let mut sim = s.settled(0.2).unwrap();
+    let guess = cito::trot_guess(&sim, 10, 0.01, settings.trot).unwrap();
+    assert_eq!(guess.len(), 10);
+    // The swinging pair's calf torques differ from the stance the PD holds.
+    let hold = cito::hold_torque(&sim);
+    assert!((&guess[5] - &hold).norm() > 1.0, "{}", (&guess[5] - &hold).norm());
+    sim.controller = contactlab::sim::Controller::None;
+    let e = cito::CitoProblem::from_state(&sim, &settings).err().expect("no PD");
+    assert!(e.to_string().contains("joint PD"), "{e}");
+    let mut bad = settings.clone();
+    bad.trot.frequency = 0.0;
+    assert!(bad.validate().unwrap_err().to_string().contains("trot.frequency"));
 }
