@@ -1,13 +1,19 @@
-//! Contact-implicit MPC as a Python object: it drives a `Simulation` one step at a time (the
+//! Contact-implicit control from Python: trajectory optimization (`cito_solve`) and MPC as an
+//! object: it drives a `Simulation` one step at a time (the
 //! user's own loop, pulls and measurements in between) or for a duration with a callback per
 //! replan (`contactlab::ocp::mpc::MpcDriver`).
 
-use crate::{from_python, to_python, value_error, vector, PySimulation};
+use crate::simulation::PySimulation;
+use crate::{from_python, to_python, value_error, vector};
+use contactlab::ocp::cito::{solve as cito_solve, CitoProblem, CitoSettings};
 use contactlab::ocp::mpc::{CycleInfo, MpcDriver, MpcSettings};
 use nalgebra::{Matrix3, Vector3};
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `(summary, xs, us)` of [`cito_py`].
+pub(crate) type Plan<'py> = (Bound<'py, PyAny>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 
 /// Closed-loop contact-implicit MPC (DDP over the contact simulator, no contact schedule):
 /// `Mpc(settings)` with a dict of the `mpc` section's fields (any subset, e.g.
@@ -21,9 +27,9 @@ pub(crate) struct PyMpc {
 }
 
 /// `(position (3), rotation (3 x 3))` of [`PyMpc::target`].
-type Pose<'py> = (Bound<'py, PyAny>, Bound<'py, PyArray2<f64>>);
+pub(crate) type Pose<'py> = (Bound<'py, PyAny>, Bound<'py, PyArray2<f64>>);
 
-fn cycle_dict<'py>(py: Python<'py>, c: &CycleInfo) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn cycle_dict<'py>(py: Python<'py>, c: &CycleInfo) -> PyResult<Bound<'py, PyAny>> {
     to_python(py, c)
 }
 
@@ -180,4 +186,47 @@ impl PyMpc {
     fn substeps(&self) -> usize {
         self.driver.substeps()
     }
+}
+
+/// Contact-implicit trajectory optimization from `sim`'s present state (settle it first):
+/// `settings` is a dict of the `cito` section's fields (any subset; unknown fields are an
+/// error), e.g. `Scene.cito_settings()`; `callback(iteration, cost)` is called after every
+/// accepted DDP iteration. Returns `(summary, xs, us)`: the summary dict of `contactlab cito`'s
+/// `summary.json`, the replayed plan's states (T + 1 x (nq + nv)) and torques (T x nu).
+#[pyfunction(name = "cito_solve")]
+#[pyo3(signature = (sim, settings = None, callback = None))]
+pub(crate) fn cito_py<'py>(
+    py: Python<'py>,
+    sim: &PySimulation,
+    settings: Option<Bound<'py, PyAny>>,
+    callback: Option<Bound<'py, PyAny>>,
+) -> PyResult<Plan<'py>> {
+    let settings: CitoSettings = match settings {
+        Some(d) => from_python(&d, "CITO settings")?,
+        None => CitoSettings::default(),
+    };
+    let problem = CitoProblem::from_state(&sim.inner, &settings).map_err(value_error)?;
+    // A callback that raises (or Ctrl-C) cancels the solve at its next iteration.
+    let cancel = AtomicBool::new(false);
+    let mut failure = None;
+    let report = cito_solve(&problem, Some(&cancel), &mut |it| {
+        if failure.is_some() {
+            return;
+        }
+        let called = match &callback {
+            Some(cb) => cb.call1((it.iteration, it.cost)).map(|_| ()),
+            None => Ok(()),
+        };
+        if let Err(e) = called.and_then(|_| py.check_signals()) {
+            failure = Some(e);
+            cancel.store(true, Ordering::Relaxed);
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let summary = to_python(py, &report.summary("python"))?;
+    let xs = PyArray2::from_vec2(py, &report.xs).map_err(value_error)?;
+    let us = PyArray2::from_vec2(py, &report.us).map_err(value_error)?;
+    Ok((summary, xs, us))
 }

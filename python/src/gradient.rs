@@ -5,7 +5,8 @@
 //! `T` steps; `J = sum_t h running (s(x_t) + 0.5 sum w_u u^2) + terminal s(x_T)` with
 //! `s(x) = 0.5 sum w_q (q - q_ref)^2 + 0.5 sum w_v v^2 + point costs` (the Rust module docs).
 
-use crate::{value_error, vector, PySimulation};
+use crate::simulation::PySimulation;
+use crate::{value_error, vector};
 use contactlab::contact::ContactMode;
 use contactlab::diff::rollout::{rollout_cost as rust_rollout_cost, rollout_gradient as rust_rollout_gradient};
 use contactlab::diff::rollout::{Cost, Param, PointCost};
