@@ -243,7 +243,7 @@ impl Task {
         let nu = self.model.nu;
         let m = free_flyer_placement(&q[..7]);
         let (z_t, r_t) = self.target(c);
-        let r = crate::spatial::lie::log3(&(r_t.transpose() * m.rot));
+        let r = Rotation3::from_matrix_unchecked(r_t.transpose() * m.rot).scaled_axis();
         o[0] = m.trans.z - z_t;
         o[1..4].copy_from_slice(r.as_slice());
         o[4..10].copy_from_slice(&v[..6]);
