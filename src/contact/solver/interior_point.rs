@@ -97,6 +97,7 @@ pub struct ContactSolver {
     /// Globalized phase: convex-problem slack `z` (3k), its saved copy, direction, affine
     /// direction, primal residual (3k each), and the De Saxce shift `sig` per contact (k).
     z: Vec<f64>,
+    gbest: Vec<f64>,
     glam: Vec<f64>,
     gdlam: Vec<f64>,
     gdw: Vec<f64>,
@@ -147,6 +148,7 @@ impl ContactSolver {
             lscale: 1.0,
             rho: 0.0,
             z: vec![0.0; n],
+            gbest: vec![0.0; n],
             glam: vec![0.0; n],
             gdlam: vec![0.0; n],
             gdw: vec![0.0; n],
@@ -312,6 +314,7 @@ impl ContactSolver {
         // solve it finishes is bit for bit what it was.
         if centering == Centering::PredictorCorrector
             && matches!(info.status, Status::MaxIterations | Status::LinearSolveFailed)
+            && settings.global_iterations > 0
         {
             let stalled = info.status;
             self.fixed_point(settings, &mut info);

@@ -14,6 +14,10 @@ pub struct Settings {
     /// Iteration limit (a cold restart after a failed warm start gets the same limit again).
     /// Default `60`, range `1..=10_000`.
     pub max_iterations: usize,
+    /// Iteration budget of the globalized phase, which runs only when the Coulomb iteration
+    /// (warm and cold) ends in `MaxIterations` or `LinearSolveFailed` (module docs,
+    /// "Globalization"); `0` disables it. Default `600`, range `0..=100_000`.
+    pub global_iterations: usize,
     /// Smallest central-path parameter the predictor-corrector targets, normalized units.
     /// Default `1e-10`, range `(0, tolerance]`.
     pub kappa_target: f64,
@@ -42,6 +46,7 @@ impl Default for Settings {
         Self {
             tolerance: 1e-8,
             max_iterations: 60,
+            global_iterations: 600,
             kappa_target: 1e-10,
             fraction_to_boundary: 0.99,
             regularization: 1e-13,
@@ -83,6 +88,7 @@ impl Settings {
         let s = self;
         check("tolerance", s.tolerance, s.tolerance > 0.0 && s.tolerance < 1.0, "(0, 1)")?;
         check("max_iterations", s.max_iterations as f64, (1..=10_000).contains(&s.max_iterations), "1..=10000")?;
+        check("global_iterations", s.global_iterations as f64, s.global_iterations <= 100_000, "0..=100000")?;
         check("kappa_target", s.kappa_target, s.kappa_target > 0.0 && s.kappa_target <= s.tolerance, "(0, tolerance]")?;
         check(
             "fraction_to_boundary",

@@ -9,8 +9,6 @@ use super::{Centering, ContactSolver, MAX_STEP_CUTS, STALL_COUNT, STALL_STEP};
 use crate::contact::solver::{Info, Settings, Status};
 use crate::linalg::{lu_factor, lu_solve, mat_vec, PivotRule};
 
-/// Iterations of the globalized phase: convex-solve and hand-off iterations summed.
-pub(super) const GLOBAL_ITERATIONS: usize = 600;
 /// Fixed-point steps at most.
 const MAX_OUTER: usize = 100;
 /// Coulomb residual (normalized) below which a fixed-point iterate is handed to the Coulomb
@@ -27,8 +25,10 @@ impl ContactSolver {
         for i in 0..k {
             self.sig[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
         }
-        let mut budget = GLOBAL_ITERATIONS;
+        let mut budget = settings.global_iterations;
         info.status = Status::MaxIterations;
+        let n = 3 * k;
+        let mut best = f64::INFINITY;
         for _ in 0..MAX_OUTER {
             let ok = self.convex_solve(settings, &mut budget, info);
             self.update_w();
@@ -49,29 +49,48 @@ impl ContactSolver {
                 info.status = Status::Converged;
                 return;
             }
+            if res < best {
+                best = res;
+                self.gbest[..n].copy_from_slice(&self.lam[..n]);
+            }
             if !ok || budget == 0 {
-                return;
+                break;
             }
             if res <= HANDOFF_RESIDUAL {
-                let n = 3 * k;
                 self.glam[..n].copy_from_slice(&self.lam[..n]);
                 let local = Settings { max_iterations: HANDOFF_ITERATIONS.min(budget), ..*settings };
                 let before = info.iterations;
                 self.initialize(settings.warm_start_mu);
                 self.drive(&local, Centering::PredictorCorrector, info);
                 budget -= info.iterations - before;
-                if info.status == Status::Converged || budget == 0 {
+                if info.status == Status::Converged {
                     return;
+                }
+                if budget == 0 {
+                    break;
                 }
                 // Resume the fixed point where it was.
                 info.status = Status::MaxIterations;
                 self.lam[..n].copy_from_slice(&self.glam[..n]);
                 self.update_w();
             }
+            // Cadoux's fixed point: the next convex problem is shifted by this one's slip.
             for i in 0..k {
                 self.sig[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
             }
         }
+        // Not converged: return the best fixed-point iterate.
+        info.status = Status::MaxIterations;
+        self.lam[..n].copy_from_slice(&self.gbest[..n]);
+        self.update_w();
+        for i in 0..k {
+            self.s[i] = self.w[3 * i].max(0.0);
+            self.psi[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
+        }
+        let (res, comp, margin) = self.residual(0.0);
+        info.residual = res;
+        info.complementarity = comp;
+        info.cone_margin = margin * self.lscale;
     }
 
     /// The convex problem of one fixed-point step, from a centered cold start:
