@@ -141,7 +141,8 @@ pub enum Status {
 pub struct Info {
     /// Outcome.
     pub status: Status,
-    /// Newton iterations (including a cold restart after a failed warm start).
+    /// Newton iterations (including a cold restart after a failed warm start and the globalized
+    /// phase, if it ran).
     pub iterations: usize,
     /// Scaled residual at the returned iterate.
     pub residual: f64,
