@@ -107,19 +107,20 @@
 //! residual `r_p = z - D (G lambda + b + c)` is driven to zero (an infeasible start; reduced
 //! matrix `G~ + blkdiag(D^-1 W^-2 M)`, `D = diag(1/mu, 1, 1)`, `M = diag(mu, 1, 1)`); a monotone
 //! problem, where Mehrotra's method is reliable. Then `sig <- ||w_t(lambda)||`. The fixed point
-//! converges only linearly (and not at all for some large `mu`), so each fixed-point iterate whose
-//! Coulomb residual is below `0.1` is also handed to the Coulomb iteration as a warm start (at most
-//! 30 iterations), which finishes quadratically when it does not jam; otherwise the fixed point
-//! resumes. This is a safeguarded restart from better and better starting points, not a descent
-//! method: there is no convergence guarantee (none is known for the discrete Coulomb problem
-//! with `mu` unrestricted). If the phase does not converge, the best fixed-point iterate is
-//! returned with the status the Coulomb iteration had. Every iterate stays strictly inside the cones.
+//! converges only linearly (and not at all for some large `mu`), so every fixed-point iterate is
+//! also handed to the Coulomb iteration as a warm start (at most 120 iterations, its stall
+//! restarts included), which finishes quadratically when it does not jam; otherwise the fixed
+//! point resumes. This is a safeguarded restart from a sequence of starting points that approach
+//! the solution, not a descent method: there is no convergence guarantee (none is known for the
+//! discrete Coulomb problem with `mu` unrestricted). If the phase does not converge, the best
+//! fixed-point iterate (or the stalled one) is returned with the status the Coulomb iteration
+//! had. Every iterate stays strictly inside the cones.
 //!
 //! What it does, measured on `tests/contact_solver_random.rs` (100 000 problems, k = 1..8,
-//! `cond(G)` up to 1e8, every problem provably solvable): stalls 7 974 -> 4 421. The remaining
-//! stalls are ill-conditioned problems whose normalized impulses are large (`|lambda~| >= 100`
-//! in most): there the `1e-8` absolute complementarity asks for `w_n` to ~1e-11 of the terms it
-//! is a sum of. The test's module docs have the classification.
+//! `cond(G)` up to 1e8, every problem provably solvable): stalls 7 974 -> 2 747 (SPD 4 783 ->
+//! 1 539, rank-deficient 3 191 -> 1 208). The remaining stalls are mostly ill-conditioned
+//! problems (`cond(G) >= 1e5`) whose normalized impulses are large (`|lambda~| >= 100`): there the `1e-8` absolute complementarity asks for `w_n` to ~1e-11 of the terms it is
+//! a sum of. The test's module docs have the classification.
 //!
 //! # Scaling and the residual
 //! Everything is solved in normalized units so that tolerances are dimensionless and the iterates

@@ -16,7 +16,9 @@ pub struct Settings {
     pub max_iterations: usize,
     /// Iteration budget of the globalized phase, which runs only when the Coulomb iteration
     /// (warm and cold) ends in `MaxIterations` or `LinearSolveFailed` (module docs,
-    /// "Globalization"); `0` disables it. Default `600`, range `0..=100_000`.
+    /// "Globalization"); `0` disables it. Default `1200`, range `0..=100_000`. On the random
+    /// problems of `tests/contact_solver_random.rs` a budget of 600 leaves 3 515 of 100 000
+    /// stalled, 1200 leaves 2 747, 3000 leaves 2 487 (iterations are spent only on stalls).
     pub global_iterations: usize,
     /// Smallest central-path parameter the predictor-corrector targets, normalized units.
     /// Default `1e-10`, range `(0, tolerance]`.
@@ -46,7 +48,7 @@ impl Default for Settings {
         Self {
             tolerance: 1e-8,
             max_iterations: 60,
-            global_iterations: 600,
+            global_iterations: 1200,
             kappa_target: 1e-10,
             fraction_to_boundary: 0.99,
             regularization: 1e-13,

@@ -11,40 +11,28 @@ use crate::linalg::{lu_factor, lu_solve, mat_vec, PivotRule};
 
 /// Fixed-point steps at most.
 const MAX_OUTER: usize = 100;
-/// Coulomb residual (normalized) below which a fixed-point iterate is handed to the Coulomb
-/// iteration, which converges quadratically where the fixed point converges only linearly.
-const HANDOFF_RESIDUAL: f64 = 1e-1;
-/// Iterations a hand-off may take before the fixed point resumes.
-const HANDOFF_ITERATIONS: usize = 30;
+/// Iterations a hand-off to the Coulomb iteration may take before the fixed point resumes (two
+/// default-length runs: it gets its stall restarts). Measured on the random problems: 15 hand-off
+/// iterations leave 5 727 stalls, 30 leave 4 421, 60 3 826, 120 3 515, 240 3 454 (600 iterations in all).
+const HANDOFF_ITERATIONS: usize = 120;
 
 impl ContactSolver {
     /// Runs the globalized phase from the current (stalled) iterate; `info` accumulates.
     pub(super) fn fixed_point(&mut self, settings: &Settings, info: &mut Info) {
         let k = self.k;
+        let n = 3 * k;
         self.update_w();
+        // The stalled iterate is the one to beat (measured as the fixed-point iterates are).
+        let mut best = self.coulomb_residual(info);
+        self.gbest[..n].copy_from_slice(&self.lam[..n]);
         for i in 0..k {
             self.sig[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
         }
         let mut budget = settings.global_iterations;
-        info.status = Status::MaxIterations;
-        let n = 3 * k;
-        let mut best = f64::INFINITY;
         for _ in 0..MAX_OUTER {
             let ok = self.convex_solve(settings, &mut budget, info);
             self.update_w();
-            for i in 0..k {
-                self.s[i] = self.w[3 * i].max(0.0);
-                self.psi[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
-            }
-            let (res, comp, margin) = self.residual(0.0);
-            info.residual = res;
-            info.complementarity = comp;
-            info.cone_margin = margin * self.lscale;
-            info.min_iterate_cone_margin = info.min_iterate_cone_margin.min(info.cone_margin);
-            if !res.is_finite() {
-                info.status = Status::NonFinite;
-                return;
-            }
+            let res = self.coulomb_residual(info);
             if res <= settings.tolerance {
                 info.status = Status::Converged;
                 return;
@@ -53,37 +41,43 @@ impl ContactSolver {
                 best = res;
                 self.gbest[..n].copy_from_slice(&self.lam[..n]);
             }
-            if !ok || budget == 0 {
+            if !ok || budget == 0 || !res.is_finite() {
                 break;
             }
-            if res <= HANDOFF_RESIDUAL {
-                self.glam[..n].copy_from_slice(&self.lam[..n]);
-                let local = Settings { max_iterations: HANDOFF_ITERATIONS.min(budget), ..*settings };
-                let before = info.iterations;
-                self.initialize(settings.warm_start_mu);
-                self.drive(&local, Centering::PredictorCorrector, info);
-                budget -= info.iterations - before;
-                if info.status == Status::Converged {
-                    return;
-                }
-                if budget == 0 {
-                    break;
-                }
-                // Resume the fixed point where it was.
-                info.status = Status::MaxIterations;
-                self.lam[..n].copy_from_slice(&self.glam[..n]);
-                self.update_w();
+            // Hand every fixed-point iterate to the Coulomb iteration, which converges
+            // quadratically where the fixed point converges only linearly (handing off only
+            // below a residual of 0.1 left 7 % more stalls).
+            self.glam[..n].copy_from_slice(&self.lam[..n]);
+            let local = Settings { max_iterations: HANDOFF_ITERATIONS.min(budget), ..*settings };
+            let before = info.iterations;
+            self.initialize(settings.warm_start_mu);
+            self.drive(&local, Centering::PredictorCorrector, info);
+            budget -= info.iterations - before;
+            if info.status == Status::Converged {
+                return;
             }
+            if budget == 0 {
+                break;
+            }
+            // Resume the fixed point where it was.
+            self.lam[..n].copy_from_slice(&self.glam[..n]);
+            self.update_w();
             // Cadoux's fixed point: the next convex problem is shifted by this one's slip.
             for i in 0..k {
                 self.sig[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
             }
         }
-        // Not converged: return the best fixed-point iterate.
+        // Not converged: return the best iterate, which a caller may still use.
         info.status = Status::MaxIterations;
         self.lam[..n].copy_from_slice(&self.gbest[..n]);
         self.update_w();
-        for i in 0..k {
+        self.coulomb_residual(info);
+    }
+
+    /// Sets `s = max(w_n, 0)` and `psi = ||w_t||` (their values at a Coulomb solution) for the
+    /// current `lambda` and `w`, and reports the residual of the hard problem in `info`.
+    fn coulomb_residual(&mut self, info: &mut Info) -> f64 {
+        for i in 0..self.k {
             self.s[i] = self.w[3 * i].max(0.0);
             self.psi[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
         }
@@ -91,6 +85,13 @@ impl ContactSolver {
         info.residual = res;
         info.complementarity = comp;
         info.cone_margin = margin * self.lscale;
+        info.min_iterate_cone_margin = info.min_iterate_cone_margin.min(info.cone_margin);
+        // NaN must not pass for progress.
+        if res.is_nan() {
+            f64::INFINITY
+        } else {
+            res
+        }
     }
 
     /// The convex problem of one fixed-point step, from a centered cold start:
