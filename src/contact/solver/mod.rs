@@ -89,7 +89,7 @@
 //! normal-tangential coupling in `G`) it jams against a cone boundary. When the whole Coulomb
 //! iteration (warm start, then cold start, each with its stall restarts) ends in
 //! `MaxIterations` or `LinearSolveFailed`, a globalized phase with its own budget
-//! (`global_iterations`) takes over. Every solve that converges without it is bit for bit what
+//! (`global_iterations`) takes over (in the hard solve; fixed-`kappa` solves are not globalized). Every solve that converges without it is bit for bit what
 //! it was (same path, same iterations): the phase only ever starts where the old solver gave up.
 //!
 //! It is the fixed point of Cadoux on the De Saxce shift (Acary, Cadoux, Lemarechal, Malick

@@ -127,7 +127,9 @@ impl Settings {
 pub enum Status {
     /// The scaled residual reached the tolerance.
     Converged,
-    /// The iteration limit was reached first; the last iterate is returned.
+    /// The iteration limit was reached first (and the globalized phase, if enabled, did not
+    /// converge either); the last iterate of the Coulomb iteration is returned, or the best
+    /// iterate of the globalized phase if it ran.
     MaxIterations,
     /// NaN or infinity in the inputs or in an iterate.
     NonFinite,
