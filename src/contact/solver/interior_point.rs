@@ -9,8 +9,6 @@ use super::{Info, Settings, Status};
 use crate::linalg::{lu_factor, lu_solve, mat_vec, PivotRule};
 use nalgebra::DMatrixView;
 
-mod fixed_point;
-
 /// A step shorter than this counts towards a stall.
 const STALL_STEP: f64 = 1e-2;
 /// Consecutive short steps that trigger a re-centering restart.
@@ -31,7 +29,7 @@ const MAX_STEP_CUTS: usize = 60;
 
 /// How the central-path parameter is chosen in a step.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) enum Centering {
+enum Centering {
     /// Mehrotra predictor-corrector down to `kappa_target` (the hard solve).
     PredictorCorrector,
     /// Pure Newton on the system relaxed at this `kappa` (normalized units).
@@ -94,18 +92,6 @@ pub struct ContactSolver {
     lscale: f64,
     /// Regularization actually added (normalized).
     rho: f64,
-    /// Globalized phase: convex-problem slack `z` (3k), its saved copy, direction, affine
-    /// direction, primal residual (3k each), and the De Saxce shift `sig` per contact (k).
-    z: Vec<f64>,
-    gbest: Vec<f64>,
-    glam: Vec<f64>,
-    gdlam: Vec<f64>,
-    gdw: Vec<f64>,
-    z0: Vec<f64>,
-    dz: Vec<f64>,
-    az: Vec<f64>,
-    rp: Vec<f64>,
-    sig: Vec<f64>,
 }
 
 impl ContactSolver {
@@ -147,16 +133,6 @@ impl ContactSolver {
             vscale: 1.0,
             lscale: 1.0,
             rho: 0.0,
-            z: vec![0.0; n],
-            gbest: vec![0.0; n],
-            glam: vec![0.0; n],
-            gdlam: vec![0.0; n],
-            gdw: vec![0.0; n],
-            z0: vec![0.0; n],
-            dz: vec![0.0; n],
-            az: vec![0.0; n],
-            rp: vec![0.0; n],
-            sig: vec![0.0; m],
         }
     }
 
@@ -309,18 +285,6 @@ impl ContactSolver {
             self.lam[..n].fill(0.0);
             self.initialize(1.0);
             self.drive(settings, centering, &mut info);
-        }
-        // Globalization: only where the Coulomb iteration stalled (warm and cold), so that every
-        // solve it finishes is bit for bit what it was.
-        if centering == Centering::PredictorCorrector
-            && matches!(info.status, Status::MaxIterations | Status::LinearSolveFailed)
-            && settings.global_iterations > 0
-        {
-            let stalled = info.status;
-            self.fixed_point(settings, &mut info);
-            if info.status == Status::MaxIterations {
-                info.status = stalled;
-            }
         }
 
         if matches!(info.status, Status::Converged | Status::MaxIterations) {
@@ -691,15 +655,7 @@ impl ContactSolver {
 
     /// `mu_c = sum_i (gamma s + beta^T eta) / (2k)`.
     fn mean_complementarity(&self) -> f64 {
-        // Not `mean_complementarity_after(0.0)`: that reads the direction, which at the start of
-        // a solve is whatever the previous solve left (`0 * NaN` would leak into this one).
-        let k = self.k;
-        let mut acc = 0.0;
-        for i in 0..k {
-            let (l, w) = (&self.lam[3 * i..3 * i + 3], &self.w[3 * i..3 * i + 3]);
-            acc += l[0] * self.s[i] + self.mu[i] * l[0] * self.psi[i] + l[1] * w[1] + l[2] * w[2];
-        }
-        acc / (2 * k.max(1)) as f64
+        self.mean_complementarity_after(0.0)
     }
 
     fn mean_complementarity_after(&self, alpha: f64) -> f64 {
