@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Rewrites the README's result tables from the committed result files (run after
 scripts/reproduce): the CITO table (one run per task and sensitivity), the CITO table over
-perturbed starts, and the two pull-sweep tables. The prose around them is not touched: read the
+perturbed starts, the two pull-sweep tables, and the table against MuJoCo (docs/results/perf). The prose around them is not touched: read the
 diff, and fix every number the prose quotes. tests/readme_results.rs checks the outcome."""
+import json
 import pathlib
 import sys
 
@@ -56,7 +57,36 @@ def main():
             table[0] = table[0].replace("| controller |", f"| {direction}, {label} |", 1)
             lines = replace_table(lines, f"| {direction}, {label} |", table)
 
+    peers = res / "perf" / "peers.json"
+    if peers.exists():
+        lines = replace_table(lines, "| measurement (same robot, same run) |", perf_table(json.loads(peers.read_text())))
+
     readme.write_text("\n".join(lines) + "\n")
+
+
+def perf_table(p):
+    """The README's table against MuJoCo from docs/results/perf/peers.json (issue 21's targets in
+    the last column); tests/readme_results.rs formats the same cells."""
+    c, m, r = p["contactlab"], p["mujoco"], p["ratios"]
+    mj = f"MuJoCo {m['version']}"
+    return [
+        f"| measurement (same robot, same run) | ContactLab | {mj} | ratio | target |",
+        "|---|---|---|---|---|",
+        f"| step, quadruped standing on 4 feet | {c['step_us']:.2f} us | {m['mj_step_us']:.2f} us "
+        f"| {r['step_ours_over_mj_step']:.2f} | <= 0.5 |",
+        f"| transition Jacobians A, B (ContactLab: relaxed; MuJoCo: mjd_transitionFD forward) "
+        f"| {c['jacobians_relaxed_us']:.1f} us | {m['mjd_transitionFD_forward_us']:.1f} us "
+        f"| {r['mjd_transitionFD_forward_over_our_jacobians_relaxed']:.1f}x faster | >= 20x |",
+        f"| transition Jacobians against one step of ContactLab | {r['jacobians_relaxed_over_our_step']:.2f} steps "
+        f"| - | - | <= 3 steps |",
+        f"| one DDP iteration, 30 knots | {r['ddp_iteration_30_knots_ms']:.2f} ms | - | - | < 1.5 ms |",
+        f"| 64 rollouts of 0.5 s, steps/s on 1 thread | {c['rollouts_64x250_1_threads_steps_per_s']:.0f} "
+        f"| {m['rollouts_64x250_1_threads_steps_per_s']:.0f} | - | - |",
+        f"| the same on 2 threads | {c['rollouts_64x250_2_threads_steps_per_s']:.0f} "
+        f"| {m['rollouts_64x250_2_threads_steps_per_s']:.0f} "
+        f"| {r['our_rollouts_2_threads_over_1']:.2f} / {r['mujoco_rollouts_2_threads_over_1']:.2f} of 1 thread "
+        f"| >= 1.8 |",
+    ]
 
 
 if __name__ == "__main__":

@@ -273,3 +273,35 @@ fn the_python_benchmark_table_is_the_committed_run() {
         assert!(readme.contains(&format!("| {cell} |")), "README lacks {key}: {cell}");
     }
 }
+
+/// The table against MuJoCo (`scripts/bench-peers`, `docs/results/perf/peers.json`), cell by
+/// cell as `scripts/readme_tables.py` writes it.
+#[test]
+fn the_peer_benchmark_table_is_the_committed_run() {
+    let readme = readme();
+    let p = json(&root().join("docs/results/perf/peers.json"));
+    let (c, m, r) = (&p["contactlab"], &p["mujoco"], &p["ratios"]);
+    for cell in [
+        format!("| {:.2} us | {:.2} us | {:.2} |", f(c, "step_us"), f(m, "mj_step_us"), f(r, "step_ours_over_mj_step")),
+        format!(
+            "| {:.1} us | {:.1} us | {:.1}x faster |",
+            f(c, "jacobians_relaxed_us"),
+            f(m, "mjd_transitionFD_forward_us"),
+            f(r, "mjd_transitionFD_forward_over_our_jacobians_relaxed")
+        ),
+        format!("| {:.2} steps |", f(r, "jacobians_relaxed_over_our_step")),
+        format!("| {:.2} ms |", f(r, "ddp_iteration_30_knots_ms")),
+        format!(
+            "| {:.0} | {:.0} |",
+            f(c, "rollouts_64x250_1_threads_steps_per_s"),
+            f(m, "rollouts_64x250_1_threads_steps_per_s")
+        ),
+        format!(
+            "| {:.2} / {:.2} of 1 thread |",
+            f(r, "our_rollouts_2_threads_over_1"),
+            f(r, "mujoco_rollouts_2_threads_over_1")
+        ),
+    ] {
+        assert!(readme.contains(&cell), "README lacks {cell}");
+    }
+}
