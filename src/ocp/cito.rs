@@ -370,11 +370,24 @@ pub fn pose_cost(q_start: &DVector<f64>, position: Vector3<f64>, rotation: Matri
 /// the knot step they reproduce the controller's trajectory. A step that fails ends the rollout;
 /// the remaining knots repeat the last torque.
 pub fn controller_guess(sim: &Simulation, knots: usize, knot_dt: f64) -> Vec<DVector<f64>> {
+    closed_loop_guess(sim, knots, knot_dt, |_, _| {})
+}
+
+/// The torques `sim`'s controller applies in closed loop over `knots` cold steps of `knot_dt`
+/// (pulls removed), `before(k, sim)` adjusting it before step `k`; a step that fails ends the
+/// rollout and the remaining knots repeat the last torque.
+fn closed_loop_guess(
+    sim: &Simulation,
+    knots: usize,
+    knot_dt: f64,
+    mut before: impl FnMut(usize, &mut Simulation),
+) -> Vec<DVector<f64>> {
     let mut s = sim.clone();
     s.pulls.clear();
     s.settings.dt = knot_dt;
     let mut out: Vec<DVector<f64>> = Vec::with_capacity(knots);
-    while out.len() < knots {
+    for k in 0..knots {
+        before(k, &mut s);
         s.ws.reset_warm_start();
         if !s.step().status.advanced() {
             break;
@@ -413,27 +426,15 @@ pub fn trot_guess(sim: &Simulation, knots: usize, knot_dt: f64, trot: TrotGuess)
         };
         role.push((phase, gain));
     }
-    let mut s = sim.clone();
-    s.pulls.clear();
-    s.settings.dt = knot_dt;
-    let mut out: Vec<DVector<f64>> = Vec::with_capacity(knots);
     let omega = std::f64::consts::TAU * trot.frequency;
-    for k in 0..knots {
+    Ok(closed_loop_guess(sim, knots, knot_dt, |k, s| {
         let t = k as f64 * knot_dt;
         let reference = posture
             .iter()
             .zip(&role)
             .map(|(p, &(phase, gain))| p + gain * trot.lift * (omega * t + phase).sin().max(0.0));
         s.controller = Controller::JointPd { kp: *kp, kd: *kd, posture: reference.collect() };
-        s.ws.reset_warm_start();
-        if !s.step().status.advanced() {
-            break;
-        }
-        out.push(s.u.clone());
-    }
-    let last = out.last().cloned().unwrap_or_else(|| hold_torque(sim));
-    out.resize(knots, last);
-    Ok(out)
+    }))
 }
 
 /// The torque the simulation's controller applies at its current state (plus its control
