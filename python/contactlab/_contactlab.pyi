@@ -101,6 +101,8 @@ def transition_jacobians(
     sensitivity: str = "relaxed",
     kappa: float = 1e-4,
     delta: float = 1e-3,
+    q: Optional[Array] = None,
+    v: Optional[Array] = None,
 ) -> tuple[Array, Array, dict]:
     """A [2nv, 2nv], B [2nv, nu] of one cold step of the raw dynamics at sim's state, and info."""
 
@@ -162,7 +164,8 @@ def rollout_cost(sim: Simulation, steps: int, cost: dict) -> float:
     """The same rollout's cost through Simulation.step alone (the finite-difference reference)."""
 
 class Mpc:
-    """Closed-loop contact-implicit MPC driving a Simulation (settings: the mpc section's fields)."""
+    """Closed-loop contact-implicit MPC driving a Simulation (settings: the mpc section's fields).
+    Use it from the thread that created it."""
 
     def __init__(self, settings: Optional[dict] = None) -> None: ...
     @property

@@ -20,7 +20,8 @@ backward pass maps cotangents between coordinates and tangents at both ends: for
 free-flyer, ``q (+) dq`` moves the position by ``R dp`` (``dp`` in the base frame) and the
 quaternion by ``quat (x) exp(dtheta)``, so ``d coords / d tangent`` is ``R`` and ``0.5 L(quat)``
 (first three columns of the left-multiplication matrix), and ``d tangent / d coords`` is ``R^T``
-and ``2 L(quat)^T`` (three rows). The gradient with respect to the quaternion is therefore
+and ``2 L(q^)^T / |quat|`` (three rows; ``q^`` the unit quaternion: the step normalizes it, so a
+quaternion off the unit sphere, as a gradient step on ``x`` leaves it, is handled). The gradient with respect to the quaternion is therefore
 tangent to the unit sphere (the step normalizes it). One-DoF joints map by the identity.
 """
 
@@ -69,9 +70,12 @@ def charts(q, nv):
     to_coords, to_tangent = np.zeros((nq, nv)), np.zeros((nv, nq))
     r = _rotation(q[3:7])
     to_coords[0:3, 0:3], to_tangent[0:3, 0:3] = r, r.T
-    left = _left(q[3:7] / np.linalg.norm(q[3:7]))
+    norm = np.linalg.norm(q[3:7])
+    left = _left(q[3:7] / norm)
     to_coords[3:7, 3:6] = 0.5 * left[:, :3]
-    to_tangent[3:6, 3:7] = 2.0 * left.T[:3, :]
+    # The step normalizes the quaternion: only the tangent part of a change counts, scaled by
+    # 1 / |quat| (the radial part drops out of L^T's first three rows).
+    to_tangent[3:6, 3:7] = 2.0 * left.T[:3, :] / norm
     to_coords[7:, 6:] = np.eye(nv - 6)
     to_tangent[6:, 7:] = np.eye(nv - 6)
     return to_coords, to_tangent

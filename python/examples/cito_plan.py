@@ -1,6 +1,6 @@
 """CITO from Python: the walk of scenes/cito_walk.ron (0.3 m in 1 s, no contact schedule) with
-the relaxed sensitivity, the cost printed per iteration, the planned base x and each foot's
-height plotted.
+the relaxed sensitivity, the cost printed per iteration, the planned base x and the torque
+norm plotted.
 
     python3 python/examples/cito_plan.py [out.png]
 """

@@ -21,6 +21,7 @@ pub(crate) type Plan<'py> = (Bound<'py, PyAny>, Bound<'py, PyArray2<f64>>, Bound
 /// the present base pose and takes the simulation's torques over; then `step(sim)` replans at
 /// the start of every control period (`knot_dt`) and steps once, or `run(sim, seconds, callback)`
 /// does that for a duration. A failed replan keeps the previous plan, shifted (`kept_previous`).
+/// An `Mpc` belongs to the thread that made it (it is not `Send`): use it from that thread.
 #[pyclass(name = "Mpc", module = "contactlab", unsendable)]
 pub(crate) struct PyMpc {
     driver: MpcDriver,
@@ -80,7 +81,7 @@ impl PyMpc {
     /// `failed_step` (the status of a step that could not be taken, else None).
     #[pyo3(signature = (sim, seconds, callback = None))]
     fn run<'py>(
-        &mut self,
+        slf: Bound<'py, Self>,
         py: Python<'py>,
         sim: Bound<'py, PySimulation>,
         seconds: f64,
@@ -93,10 +94,11 @@ impl PyMpc {
         let cancel = AtomicBool::new(false);
         let (mut cycles, mut steps, mut failed) = (Vec::new(), 0usize, None);
         for _ in 0..n {
-            // The simulation is borrowed only for the step, so the callback may read it.
+            // The controller and the simulation are borrowed only for the step, so the callback
+            // may read both (the plan, the state).
             let (cycle, status) = {
                 let mut s = sim.borrow_mut();
-                let cycle = self.driver.before_step(&mut s.inner, Some(&cancel)).map_err(value_error)?;
+                let cycle = slf.borrow_mut().driver.before_step(&mut s.inner, Some(&cancel)).map_err(value_error)?;
                 (cycle, s.inner.step().status)
             };
             if let Some(c) = cycle {
@@ -191,7 +193,8 @@ impl PyMpc {
 /// Contact-implicit trajectory optimization from `sim`'s present state (settle it first):
 /// `settings` is a dict of the `cito` section's fields (any subset; unknown fields are an
 /// error), e.g. `Scene.cito_settings()`; `callback(iteration, cost)` is called after every
-/// accepted DDP iteration. Returns `(summary, xs, us)`: the summary dict of `contactlab cito`'s
+/// accepted DDP iteration (it may read `sim`, not assign to it: the solve borrows it). Returns
+/// `(summary, xs, us)`: the summary dict of `contactlab cito`'s
 /// `summary.json`, the replayed plan's states (T + 1 x (nq + nv)) and torques (T x nu).
 #[pyfunction(name = "cito_solve")]
 #[pyo3(signature = (sim, settings = None, callback = None))]

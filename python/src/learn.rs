@@ -82,7 +82,9 @@ impl PyTaskEnv {
         py: Python<'py>,
         action: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<(Bound<'py, PyArray1<f64>>, f64, bool, bool)> {
-        let a = action.as_slice().map_err(value_error)?;
+        // Through the array view: a strided action is as good as a packed one.
+        let owned: Vec<f64> = action.as_array().iter().copied().collect();
+        let a = owned.as_slice();
         if a.len() != self.task.act_dim() || a.iter().any(|x| !x.is_finite()) {
             return Err(value_error(format!("action: expected {} finite values", self.task.act_dim())));
         }

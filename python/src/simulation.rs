@@ -6,7 +6,7 @@ use contactlab::contact::Terrain;
 use contactlab::model::configuration::neutral;
 use contactlab::sim::{Pull, Simulation, StepSettings};
 use nalgebra::DVector;
-use numpy::{PyArray1, PyArray2, PyReadonlyArray1};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -111,10 +111,23 @@ impl PySimulation {
     fn step(&mut self) -> String {
         format!("{:?}", self.inner.step().status)
     }
-    /// Up to `n` steps, stopping at the first that fails; returns how many advanced.
-    fn step_n(&mut self, py: Python<'_>, n: usize) -> usize {
-        let sim = &mut self.inner;
-        py.detach(|| (0..n).take_while(|_| sim.step().status.advanced()).count())
+    /// Up to `n` steps, stopping at the first that fails; returns how many advanced. The GIL is
+    /// released while it runs; Ctrl-C stops it within 10 000 steps (raising KeyboardInterrupt).
+    fn step_n(&mut self, py: Python<'_>, n: usize) -> PyResult<usize> {
+        // In chunks, so that Ctrl-C (checked between chunks) stops a long run.
+        const CHUNK: usize = 10_000;
+        let mut done = 0;
+        while done < n {
+            let m = CHUNK.min(n - done);
+            let sim = &mut self.inner;
+            let advanced = py.detach(|| (0..m).take_while(|_| sim.step().status.advanced()).count());
+            done += advanced;
+            if advanced < m {
+                break;
+            }
+            py.check_signals()?;
+        }
+        Ok(done)
     }
     /// Adds an external force `force` (N, world frame) on body `body` at `point` (m, body frame)
     /// acting from simulated time `start` for `duration` seconds (a push on the trunk, say).
@@ -167,9 +180,8 @@ impl PySimulation {
         let k = ws.contacts.k;
         let d = PyDict::new(py);
         d.set_item("gap", PyArray1::from_slice(py, &ws.contacts.phi[..k]))?;
-        let rows: Vec<Vec<f64>> =
-            (0..k).map(|i| (0..3).map(|r| ws.lambda.get(3 * i + r).copied().unwrap_or(0.0)).collect()).collect();
-        d.set_item("impulse", PyArray2::from_vec2(py, &rows).map_err(value_error)?)?;
+        let flat: Vec<f64> = (0..3 * k).map(|j| ws.lambda.get(j).copied().unwrap_or(0.0)).collect();
+        d.set_item("impulse", PyArray1::from_vec(py, flat).reshape([k, 3]).map_err(value_error)?)?;
         let modes: Vec<String> =
             (0..k).map(|i| ws.modes.get(i).map_or("Separated".into(), |m| format!("{m:?}"))).collect();
         d.set_item("mode", modes)?;

@@ -36,6 +36,8 @@ def test_a_bad_scene_names_the_file_and_the_field(tmp_path):
     with pytest.raises(ValueError) as e:
         cl.Scene.load(bad)
     assert "bad_scene.ron" in str(e.value) and "dt" in str(e.value)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "dt: -1.0" in l)
+    assert f":{line}:" in str(e.value), str(e.value)
 
 
 def stance():
@@ -47,6 +49,7 @@ def stance():
 
 def test_the_scene_simulation_steps_and_reports_its_contacts():
     sim = cl.Scene.load(ROOT / "scenes/quadruped_stand.ron").simulation()
+    q0, v0 = sim.q, sim.v
     assert sim.step_n(500) == 500
     assert abs(sim.t - 1.0) < 1e-9
     c = sim.contacts()
@@ -56,7 +59,7 @@ def test_the_scene_simulation_steps_and_reports_its_contacts():
     assert np.all(feet > 0), feet  # standing: every foot carries weight
     assert c["mode"][:4] == ["Sticking"] * 4
     sim.reset()
-    assert sim.t == 0.0
+    assert sim.t == 0.0 and np.array_equal(sim.q, q0) and np.array_equal(sim.v, v0)
 
 
 def central_difference(sim, q, v, u, which, eps):
@@ -174,6 +177,12 @@ def test_the_gymnasium_env_passes_check_env_and_holds_the_stance_at_zero_action(
         assert np.isfinite(reward) and reward <= 0.0
         steps += 1
     assert truncated and not terminated and steps == env.max_episode_steps
+    # A strided action is accepted like a packed one.
+    env.reset(seed=3)
+    packed = env.step(np.full(env.action_space.shape, 0.1))[0]
+    env.reset(seed=3)
+    strided = env.step(np.full(2 * env.action_space.shape[0], 0.1)[::2])[0]
+    assert np.array_equal(packed, strided)
     # Seeds give episodes: the same seed the same start, another seed another.
     a, _ = env.reset(seed=1)
     b, _ = env.reset(seed=1)
@@ -333,6 +342,10 @@ def test_urdf_contacts_can_be_chosen():
         cl.Model.from_urdf(urdf, contacts=["paw"])
     with pytest.raises(ValueError, match=r"contacts\[0\]: unknown field `radius_m`"):
         cl.Model.from_urdf(urdf, contacts=[{"frame": "trunk", "radius_m": 0.01}])
+    # No contact points at all: empty records of the right shapes.
+    none = cl.Simulation(cl.Model.from_urdf(urdf, contacts=[]), q=q)
+    none.step()
+    assert none.contacts()["impulse"].shape == (0, 3) and none.contacts()["gap"].shape == (0,)
 
 
 def stand_cost(sim):
@@ -399,9 +412,12 @@ def test_mpc_object_driven_from_python_is_the_committed_closed_loop_run():
     mpc.engage(sim)
     target = mpc.target[0]
     seen = []
-    result = mpc.run(sim, settings["duration"], callback=lambda c: seen.append(c["base_error_m"]))
+    # The callback may read the controller and the simulation while the run goes on.
+    result = mpc.run(
+        sim, settings["duration"], callback=lambda c: seen.append((c["base_error_m"], mpc.knots, sim.t))
+    )
     assert result["failed_step"] is None and result["failed_replans"] == 0
-    assert len(seen) == len(result["cycles"]) == committed["cycles"]
+    assert len(seen) == len(result["cycles"]) == committed["cycles"] and seen[0][1] == mpc.knots
     assert np.linalg.norm(sim.q[:3] - target) == committed["final_base_error_m"]
     assert mpc.planned_states.shape == (mpc.knots + 1, sim.model.nq + sim.model.nv)
     # Step by step from the same start: the same run.
@@ -525,6 +541,16 @@ def test_torch_step_is_the_simulator_step_and_its_gradient_is_the_exact_sensitiv
 
     to_coords, _ = charts(q, model.nv)
     checks.append((gx[3:7] @ (to_coords[3:7, 3:6] @ theta), (f(turned(eps), v, u) - f(turned(-eps), v, u)) / (2 * eps)))
+    # Off the unit sphere (as a gradient step on x leaves it): the step normalizes the
+    # quaternion, and the gradient in coordinates must say so.
+    scaled = q.copy()
+    scaled[3:7] *= 1.3
+    xs = torch.tensor(np.r_[scaled, v], requires_grad=True)
+    loss(xs, torch.tensor(u)).backward()
+    direction = np.random.default_rng(2).normal(size=4)
+    d = np.zeros(model.nq)
+    d[3:7] = 1e-6 * direction
+    checks.append((xs.grad.numpy()[3:7] @ direction, (f(scaled + d, v, u) - f(scaled - d, v, u)) / 2e-6))
     for analytic, fd in checks:
         assert analytic == pytest.approx(fd, rel=1e-4, abs=1e-6)
     # A strong relaxation gives another gradient.
