@@ -16,7 +16,7 @@
 
 use contactlab::contact::Terrain;
 use contactlab::diff::{transition_jacobians, Sensitivity, TransitionWorkspace};
-use contactlab::model::builtin::{legged, quadruped};
+use contactlab::model::builtin::{legged, quadruped, stance};
 use contactlab::model::{neutral, ContactPoint, Model};
 use contactlab::sim::{Controller, Simulation, StepSettings};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -27,19 +27,7 @@ use std::sync::Arc;
 
 /// A model standing under a joint PD (thigh 0.8, calf -1.6 rad), settled for 3 s.
 fn standing(model: Model) -> Simulation {
-    let mut q = neutral(&model);
-    q[2] = 0.33;
-    let mut posture = vec![0.0; model.nu];
-    for (k, &dof) in model.actuated_dofs.iter().enumerate() {
-        let j = model.joints.iter().find(|j| j.idx_v == dof).expect("actuated joint");
-        let angle = match &j.name {
-            n if n.ends_with("_thigh_joint") => 0.8,
-            n if n.ends_with("_calf_joint") => -1.6,
-            _ => 0.0,
-        };
-        q[j.idx_q] = angle;
-        posture[k] = angle;
-    }
+    let (q, posture) = stance(&model);
     let v = DVector::zeros(model.nv);
     let mut sim = Simulation::new(Arc::new(model), Terrain::flat(0.8), StepSettings::default(), q, v);
     sim.controller = Controller::JointPd { kp: 80.0, kd: 6.0, posture };

@@ -181,21 +181,7 @@ fn legged_family_structure_and_standing() {
         if pairs == 2 {
             assert!((m.total_mass() - 12.2).abs() < 1e-9, "{}", m.total_mass());
         }
-        let mut q = neutral(&m);
-        q[2] = 0.33;
-        let mut posture = vec![0.0; m.nu];
-        for (k, &dof) in m.actuated_dofs.iter().enumerate() {
-            let j = m.joints.iter().find(|j| j.idx_v == dof).unwrap();
-            let angle = if j.name.ends_with("_thigh_joint") {
-                0.8
-            } else if j.name.ends_with("_calf_joint") {
-                -1.6
-            } else {
-                0.0
-            };
-            q[j.idx_q] = angle;
-            posture[k] = angle;
-        }
+        let (q, posture) = contactlab::model::builtin::stance(&m);
         let v = nalgebra::DVector::zeros(m.nv);
         let mut sim = Simulation::new(Arc::new(m), Terrain::flat(0.8), StepSettings::default(), q, v);
         sim.controller = Controller::JointPd { kp: 80.0, kd: 6.0, posture };

@@ -161,14 +161,7 @@ impl PyModel {
     /// Names of the actuated joints, in the order of `u` (nu).
     #[getter]
     fn actuated_joints(&self) -> Vec<String> {
-        self.inner
-            .actuated_dofs
-            .iter()
-            .map(|&dof| {
-                let j = self.inner.joints.iter().find(|j| j.idx_v == dof).expect("an actuated dof has a joint");
-                j.name.clone()
-            })
-            .collect()
+        self.inner.actuated_joints().map(|j| j.name.clone()).collect()
     }
     /// Names of the contact candidates, in the order of `Simulation.contacts()`.
     #[getter]

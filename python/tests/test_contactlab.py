@@ -106,13 +106,19 @@ def test_exact_jacobians_match_central_differences_in_stance():
         cl.transition_jacobians(sim, sensitivity="smooth")
 
 
-def test_a_batch_rollout_equals_single_rollouts_and_python_stepping():
+def perturbed_batch(seed, n, t):
+    """`n` starts around the stance (velocity noise) and `t` steps of torques around its hold."""
     model, q, v, u = stance()
-    rng = np.random.default_rng(0)
-    n, t = 64, 25
+    rng = np.random.default_rng(seed)
     x0s = np.tile(np.concatenate([q, v]), (n, 1))
     x0s[:, model.nq :] += rng.uniform(-0.05, 0.05, (n, model.nv))
     us = u + rng.uniform(-2.0, 2.0, (n, t, model.nu))
+    return model, q, v, u, x0s, us
+
+
+def test_a_batch_rollout_equals_single_rollouts_and_python_stepping():
+    n, t = 64, 25
+    model, q, v, u, x0s, us = perturbed_batch(0, n, t)
     states, steps = cl.rollout(model, x0s, us)
     assert states.shape == (n, t + 1, model.nq + model.nv) and np.all(steps == t)
     for i in range(n):
@@ -253,12 +259,8 @@ def test_the_examples_run_and_write_their_plots(example, tmp_path):
 
 
 def test_batch_jacobians_are_the_single_step_jacobians_along_the_same_rollouts():
-    model, q, v, u = stance()
-    rng = np.random.default_rng(1)
     n, t = 8, 10
-    x0s = np.tile(np.concatenate([q, v]), (n, 1))
-    x0s[:, model.nq :] += rng.uniform(-0.05, 0.05, (n, model.nv))
-    us = u + rng.uniform(-2.0, 2.0, (n, t, model.nu))
+    model, q, v, u, x0s, us = perturbed_batch(1, n, t)
     states, a, b, steps = cl.rollout_jacobians(model, x0s, us, sensitivity="relaxed", kappa=1e-3, delta=1e-2)
     plain, _ = cl.rollout(model, x0s, us)
     assert np.array_equal(states, plain) and np.all(steps == t)

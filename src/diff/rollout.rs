@@ -418,8 +418,7 @@ impl Param {
             let mut direction = DVector::zeros(model.nu);
             for pat in list.split(',').map(str::trim) {
                 let mut hit = false;
-                for (k, &dof) in model.actuated_dofs.iter().enumerate() {
-                    let j = model.joints.iter().find(|j| j.idx_v == dof).expect("actuated dof belongs to a joint");
+                for (k, j) in model.actuated_joints().enumerate() {
                     let m = match pat.strip_prefix('*') {
                         Some(suffix) => j.name.ends_with(suffix),
                         None => j.name == pat,

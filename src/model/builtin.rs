@@ -6,7 +6,7 @@
 use super::urdf::{load_str, Loaded, RootJoint, UrdfError};
 use super::{JointKind, JointLimits, Model, ModelBuilder, ModelError, Shape};
 use crate::spatial::{Inertia, Se3};
-use nalgebra::Vector3;
+use nalgebra::{DVector, Vector3};
 use std::path::Path;
 
 pub const QUADRUPED_URDF: &str = include_str!("../../assets/robots/quadruped.urdf");
@@ -83,6 +83,26 @@ pub fn legged_urdf(pairs: usize) -> Result<String, String> {
     }
     out += "</robot>\n";
     Ok(out)
+}
+
+/// The standing posture of the legged builtins ([`quadruped`], [`legged`]): `q` with the trunk
+/// centre 0.33 m above the origin and every `*_thigh_joint` at 0.8 rad, `*_calf_joint` at -1.6
+/// rad (each foot under its hip), other joints at 0; and those joint angles in actuator order,
+/// the posture a joint PD holds.
+pub fn stance(model: &Model) -> (DVector<f64>, Vec<f64>) {
+    let mut q = super::configuration::neutral(model);
+    q[2] = 0.33;
+    let mut posture = Vec::with_capacity(model.nu);
+    for j in model.actuated_joints() {
+        let angle = match &j.name {
+            n if n.ends_with("_thigh_joint") => 0.8,
+            n if n.ends_with("_calf_joint") => -1.6,
+            _ => 0.0,
+        };
+        q[j.idx_q] = angle;
+        posture.push(angle);
+    }
+    (q, posture)
 }
 
 /// The planar one-leg hopper (its x, z and pitch slides are passive joints to the world), with

@@ -204,16 +204,17 @@ impl Model {
         matches!(self.joints.first().map(|j| j.kind), Some(JointKind::FreeFlyer))
     }
 
+    /// The joints of the actuators, in actuator order (nu).
+    pub fn actuated_joints(&self) -> impl Iterator<Item = &Joint> + '_ {
+        self.actuated_dofs
+            .iter()
+            .map(|&dof| self.joints.iter().find(|j| j.idx_v == dof).expect("an actuated dof belongs to a joint"))
+    }
+
     /// The positions in `q` (nq) of the actuated joints, in actuator order (nu): the posture a
     /// joint PD holds when `q` is its target.
     pub fn actuated_positions(&self, q: &[f64]) -> Vec<f64> {
-        self.actuated_dofs
-            .iter()
-            .map(|&dof| {
-                let j = self.joints.iter().find(|j| j.idx_v == dof).expect("an actuated dof belongs to a joint");
-                q[j.idx_q]
-            })
-            .collect()
+        self.actuated_joints().map(|j| q[j.idx_q]).collect()
     }
 
     pub fn total_mass(&self) -> f64 {

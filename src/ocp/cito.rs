@@ -410,8 +410,7 @@ pub fn trot_guess(sim: &Simulation, knots: usize, knot_dt: f64, trot: TrotGuess)
     let m = &*sim.model;
     // Per actuator: (phase offset of its leg, thigh or calf gain), or none for a hip.
     let mut role = Vec::with_capacity(m.nu);
-    for &dof in &m.actuated_dofs {
-        let j = m.joints.iter().find(|j| j.idx_v == dof).expect("an actuated dof has a joint");
+    for j in m.actuated_joints() {
         let phase = match j.name.split('_').next() {
             Some("FL" | "RR") => 0.0,
             Some("FR" | "RL") => std::f64::consts::PI,
