@@ -88,7 +88,7 @@ fn mpc_drives_rejects_the_mouse_spring_and_hands_back() {
     assert_eq!(plan.len(), 31);
     // A new target from the window: 3 cm up.
     let (p, r) = t.target.unwrap();
-    link.set_target(p + Vector3::new(0.0, 0.0, 0.03), r);
+    push(&mut app, SimCommand::SetTarget(p + Vector3::new(0.0, 0.0, 0.03), r));
     let t1 = app.world().resource::<SimHistory>().snapshots.back().unwrap().t;
     run_until(&mut app, t1 + 1.5);
     assert!((base(&app).z - (p.z + 0.03)).abs() < 0.01, "base z {} for target {}", base(&app).z, p.z + 0.03);

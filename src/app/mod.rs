@@ -33,6 +33,7 @@ pub mod overlay;
 pub mod pick;
 pub mod plots;
 pub mod policy;
+pub mod record;
 pub mod replay;
 pub mod sim;
 pub mod sweep;

@@ -19,6 +19,7 @@
 //! runs on the background thread, never in a frame. It reports to its own plugin through
 //! whatever shared state it carries; the simulation plugin only engages, runs and releases it.
 
+use super::record::{DriverRecord, Input, Recording};
 use super::{cost_scope, AppSet, CurrentScene};
 use crate::contact::solver;
 use crate::model::Data;
@@ -27,7 +28,7 @@ use crate::sim::snapshot::Snapshot;
 use crate::sim::{Pull, Simulation, StepStatus};
 use bevy::prelude::*;
 use bevy::tasks::{futures::check_ready, AsyncComputeTaskPool, Task};
-use nalgebra::Vector3;
+use nalgebra::{Matrix3, Vector3};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -93,6 +94,12 @@ pub trait Driver: Send + 'static {
     fn engage(&mut self, sim: &mut Simulation) -> Result<(), String>;
     fn before_step(&mut self, sim: &mut Simulation) -> Result<(), String>;
     fn release(&mut self, sim: &mut Simulation);
+    /// How a recording can rebuild this driver; `None`: it cannot (the recording says so).
+    fn record(&self) -> Option<DriverRecord> {
+        None
+    }
+    /// A new target pose for the base (drivers that track one).
+    fn set_target(&mut self, _position: Vector3<f64>, _rotation: Matrix3<f64>) {}
 }
 
 /// A driver handed over by a command (commands are `Clone`; the first application takes it).
@@ -116,11 +123,17 @@ impl std::fmt::Debug for DriverSlot {
 }
 
 /// A driver in the simulation, and whether it has been engaged.
-struct Driving {
+pub struct Driving {
     // Resources must be `Sync`; the driver is only ever used through `&mut` (on the batch
     // thread or while idle), so it need not be.
     driver: bevy::platform::cell::SyncCell<Box<dyn Driver>>,
     engaged: bool,
+}
+
+impl Driving {
+    pub fn new(driver: Box<dyn Driver>) -> Self {
+        Self { driver: bevy::platform::cell::SyncCell::new(driver), engaged: false }
+    }
 }
 
 /// Intent from the UI, the mouse or a test. Applied in order by [`advance`].
@@ -156,6 +169,10 @@ pub enum SimCommand {
     Drive(DriverSlot),
     /// Release the current driver: the scene's controller takes over again.
     StopDriving,
+    /// Move the driver's base target (world frame).
+    SetTarget(Vector3<f64>, Matrix3<f64>),
+    /// Start recording (from a reset to the scene's initial state) or, with `None`, stop.
+    Record(bool),
 }
 
 /// Commands written this frame; [`advance`] drains what it can apply.
@@ -220,6 +237,8 @@ pub struct Batch {
     pub data: Data,
     pub drag_prev: Option<Vector3<f64>>,
     pub snapshots: Vec<Snapshot>,
+    /// Wall time of each step (ms), for the profiler.
+    pub step_ms: Vec<f64>,
     /// The step status that stopped the batch, if one did.
     pub failure: Option<(f64, StepStatus)>,
     /// A driver error that stopped the batch (the driver has been released and dropped).
@@ -247,6 +266,10 @@ pub struct SimWorker {
     driver_name: Option<String>,
     /// Batches completed (tests wait on it).
     pub batches: u64,
+    /// The recording being made, if one is.
+    pub recording: Option<Recording>,
+    /// A recording just stopped, for the record plugin to save.
+    pub finished_recording: Option<Recording>,
 }
 
 impl SimWorker {
@@ -263,6 +286,8 @@ impl SimWorker {
             driving: None,
             driver_name: None,
             batches: 0,
+            recording: None,
+            finished_recording: None,
         }
     }
 
@@ -295,6 +320,29 @@ fn release(driving: &mut Option<Driving>, sim: &mut Simulation) {
     }
 }
 
+/// Wall time of the latest steps (ms), for the profiler.
+#[derive(Resource, Debug, Default)]
+pub struct StepProfile {
+    pub step_ms: VecDeque<f64>,
+    /// Steps ever timed.
+    pub total: u64,
+}
+
+impl StepProfile {
+    /// Steps kept.
+    pub const CAPACITY: usize = 2000;
+
+    fn push(&mut self, ms: &[f64]) {
+        for &m in ms {
+            if self.step_ms.len() == Self::CAPACITY {
+                self.step_ms.pop_front();
+            }
+            self.step_ms.push_back(m);
+            self.total += 1;
+        }
+    }
+}
+
 /// Most steps in one batch.
 const MAX_BATCH: usize = 2000;
 
@@ -305,6 +353,7 @@ impl Plugin for SimPlugin {
         app.init_resource::<SimControl>()
             .init_resource::<SimCommands>()
             .init_resource::<SimHistory>()
+            .init_resource::<StepProfile>()
             .add_systems(Startup, init_worker)
             .add_systems(Update, advance.in_set(AppSet::Simulate));
     }
@@ -318,7 +367,56 @@ fn init_worker(mut commands: Commands, scene: Res<CurrentScene>, mut history: Re
     commands.insert_resource(SimWorker::new(sim));
 }
 
-/// Steps `n` times (or until cancelled or a failure), recording a snapshot per step.
+/// Why [`step_once`] did not produce a snapshot.
+pub enum StepStop {
+    /// The step at time `t` failed (or produced a non-finite state) with this status.
+    Failed(f64, StepStatus),
+    /// The driver failed; it has been released and dropped.
+    Driver(String),
+}
+
+/// One step with the mouse spring and the driver, as the live app and a replay take it: the
+/// spring force from the state (its point's velocity from `drag_prev`), the driver's controls,
+/// the step, its snapshot. Pulls beyond `base_pulls` (the spring's) are removed afterwards.
+pub fn step_once(
+    sim: &mut Simulation,
+    data: &mut Data,
+    drag: Option<DragPull>,
+    drag_prev: &mut Option<Vector3<f64>>,
+    driving: &mut Option<Driving>,
+    base_pulls: usize,
+) -> Result<Snapshot, StepStop> {
+    sim.pulls.truncate(base_pulls);
+    if let Some(d) = drag {
+        crate::dynamics::forward_kinematics(&sim.model, data, sim.q.as_slice(), None);
+        let p = data.o_m_i[d.body].act_point(&d.point);
+        let p_dot = drag_prev.map_or(Vector3::zeros(), |prev| (p - prev) / sim.settings.dt);
+        *drag_prev = Some(p);
+        let force = d.force(&p, &p_dot);
+        sim.pulls.push(Pull { body: d.body, point: d.point, force, start: sim.t, duration: sim.settings.dt });
+    }
+    if let Some(d) = driving.as_mut() {
+        let r = if d.engaged { Ok(()) } else { d.driver.get().engage(sim) };
+        d.engaged = true;
+        if let Err(e) = r.and_then(|_| d.driver.get().before_step(sim)) {
+            let msg = format!("{}: {e}", d.driver.get().name());
+            sim.pulls.truncate(base_pulls);
+            release(driving, sim);
+            return Err(StepStop::Driver(msg));
+        }
+    }
+    let t0 = sim.t;
+    let info = sim.step();
+    let snap = Snapshot::capture(sim, Some((&info, t0)), data);
+    sim.pulls.truncate(base_pulls);
+    if !info.status.advanced() || !snap.is_finite() {
+        return Err(StepStop::Failed(sim.t, info.status));
+    }
+    Ok(snap)
+}
+
+/// Steps `n` times (or until cancelled or a failure), recording a snapshot per step and the
+/// wall time of each step.
 fn run_batch(
     mut sim: Simulation,
     mut data: Data,
@@ -329,6 +427,7 @@ fn run_batch(
     cancel: Arc<AtomicBool>,
 ) -> Batch {
     let mut snapshots = Vec::with_capacity(n);
+    let mut step_ms = Vec::with_capacity(n);
     let mut failure = None;
     let mut driver_error = None;
     let mut cancelled = false;
@@ -339,36 +438,91 @@ fn run_batch(
             cancelled = true;
             break;
         }
-        sim.pulls.truncate(base_pulls);
-        if let Some(d) = drag {
-            crate::dynamics::forward_kinematics(&sim.model, &mut data, sim.q.as_slice(), None);
-            let p = data.o_m_i[d.body].act_point(&d.point);
-            let p_dot = drag_prev.map_or(Vector3::zeros(), |prev| (p - prev) / sim.settings.dt);
-            drag_prev = Some(p);
-            let force = d.force(&p, &p_dot);
-            sim.pulls.push(Pull { body: d.body, point: d.point, force, start: sim.t, duration: sim.settings.dt });
-        }
-        if let Some(d) = driving.as_mut() {
-            let r = if d.engaged { Ok(()) } else { d.driver.get().engage(&mut sim) };
-            d.engaged = true;
-            if let Err(e) = r.and_then(|_| d.driver.get().before_step(&mut sim)) {
-                driver_error = Some(format!("{}: {e}", d.driver.get().name()));
-                sim.pulls.truncate(base_pulls);
-                release(&mut driving, &mut sim);
+        let t = std::time::Instant::now();
+        match step_once(&mut sim, &mut data, drag, &mut drag_prev, &mut driving, base_pulls) {
+            Ok(snap) => {
+                step_ms.push(t.elapsed().as_secs_f64() * 1e3);
+                snapshots.push(snap);
+            }
+            Err(StepStop::Failed(t, status)) => {
+                failure = Some((t, status));
+                break;
+            }
+            Err(StepStop::Driver(e)) => {
+                driver_error = Some(e);
                 break;
             }
         }
-        let t0 = sim.t;
-        let info = sim.step();
-        let snap = Snapshot::capture(&sim, Some((&info, t0)), &mut data);
-        if !info.status.advanced() || !snap.is_finite() {
-            failure = Some((sim.t, info.status));
-            break;
-        }
-        snapshots.push(snap);
     }
-    sim.pulls.truncate(base_pulls);
-    Batch { sim, data, drag_prev, snapshots, failure, driver_error, driving, cancelled }
+    Batch { sim, data, drag_prev, snapshots, step_ms, failure, driver_error, driving, cancelled }
+}
+
+/// Applies a recordable input to the simulation (module docs of [`super::record`]): the one
+/// place that says what an input does, for the live app and for replays. `driver` is the
+/// driver of an [`Input::Drive`]. `Reset` and `Branch` touch the history and are the caller's.
+pub fn apply_input(
+    input: &Input,
+    sim: &mut Simulation,
+    scene: &mut Scene,
+    drag: &mut Option<DragPull>,
+    drag_prev: &mut Option<Vector3<f64>>,
+    driving: &mut Option<Driving>,
+    driver: Option<Box<dyn Driver>>,
+) -> Result<(), String> {
+    match input {
+        Input::SetDt(dt) => {
+            let mut s = sim.settings;
+            s.dt = *dt;
+            s.validate().map_err(|e| format!("time step: {e}"))?;
+            sim.settings = s;
+            scene.settings.dt = *dt;
+            scene.file.dt = *dt;
+        }
+        Input::SetSolver(solver) => {
+            solver.validate().map_err(|e| e.to_string())?;
+            sim.settings.solver = *solver;
+            scene.settings.solver = *solver;
+            scene.file.solver = *solver;
+        }
+        Input::SetFriction(mu) => {
+            if !(mu.is_finite() && (0.0..=10.0).contains(mu)) {
+                return Err(format!("friction {mu} is out of range: allowed [0, 10]"));
+            }
+            for t in [&mut sim.terrain, &mut scene.terrain, &mut scene.file.terrain] {
+                t.ground.friction = *mu;
+                for b in &mut t.boxes {
+                    b.friction = *mu;
+                }
+            }
+        }
+        Input::FirePull(p) => sim.pulls.push(p.into()),
+        Input::ClearPulls => {
+            let t = sim.t;
+            sim.pulls.retain(|p| p.start + p.duration <= t);
+        }
+        Input::Drag(d) => {
+            let d: Option<DragPull> = d.as_ref().map(DragPull::from);
+            if d.is_none() || drag.map(|o| o.body) != d.map(|n| n.body) {
+                *drag_prev = None;
+            }
+            *drag = d;
+        }
+        Input::Drive(_) => {
+            if let Some(driver) = driver {
+                release(driving, sim);
+                *driving = Some(Driving::new(driver));
+            }
+        }
+        Input::SetTarget(pose) => {
+            if let Some(d) = driving.as_mut() {
+                let (p, r) = pose.pose();
+                d.driver.get().set_target(p, r);
+            }
+        }
+        Input::StopDriving => release(driving, sim),
+        Input::Reset | Input::Branch(_) => {}
+    }
+    Ok(())
 }
 
 /// Polls the running batch, applies commands while the simulation is idle, and starts the next
@@ -381,6 +535,7 @@ pub fn advance(
     mut queue: ResMut<SimCommands>,
     mut history: ResMut<SimHistory>,
     mut scene: ResMut<CurrentScene>,
+    mut profile: ResMut<StepProfile>,
 ) {
     let _cost = cost_scope();
     let worker = &mut *worker;
@@ -390,8 +545,12 @@ pub fn advance(
             worker.batches += 1;
             worker.drag_prev = batch.drag_prev;
             for s in batch.snapshots {
+                if let Some(r) = worker.recording.as_mut() {
+                    r.stepped(&s);
+                }
                 history.push(s);
             }
+            profile.push(&batch.step_ms);
             if let Some((t, status)) = batch.failure {
                 control.playing = false;
                 worker.single_steps = 0;
@@ -430,112 +589,127 @@ pub fn advance(
     let (mut sim, data) = worker.idle.take().expect("idle simulation");
     let mut data = data;
     for c in queue.0.drain(..) {
-        match c {
-            SimCommand::Play => {
+        // The recordable inputs go through `apply_input`, as in a replay.
+        let input = match c {
+            SimCommand::Play | SimCommand::Step(_) => {
                 if let Some(i) = history.cursor.take() {
+                    let from_end = (history.snapshots.len() - 1 - i.min(history.snapshots.len() - 1)) as u64;
                     branch_from(&mut history, i, &mut sim);
+                    if let Some(r) = worker.recording.as_mut() {
+                        r.push(Input::Branch(r.steps.saturating_sub(from_end)));
+                    }
                 }
-                control.playing = true;
-                control.message = None;
-            }
-            SimCommand::Pause | SimCommand::SetSpeed(_) | SimCommand::Cancel => {}
-            SimCommand::Step(n) => {
-                if let Some(i) = history.cursor.take() {
-                    branch_from(&mut history, i, &mut sim);
+                if let SimCommand::Step(n) = c {
+                    control.playing = false;
+                    worker.single_steps += n;
+                } else {
+                    control.playing = true;
+                    control.message = None;
                 }
-                control.playing = false;
-                worker.single_steps += n;
+                continue;
             }
+            SimCommand::Pause | SimCommand::SetSpeed(_) | SimCommand::Cancel => continue,
             SimCommand::Reset => {
-                worker.driving = None;
-                worker.driver_name = None;
-                sim = scene.scene.simulation();
-                data = Data::new(&sim.model);
-                history.clear();
-                history.push(Snapshot::capture(&sim, None, &mut data));
-                worker.single_steps = 0;
-                worker.drag = None;
-                worker.drag_prev = None;
+                reset(worker, &mut sim, &mut data, &mut history, &scene.scene);
                 control.message = None;
+                Input::Reset
             }
             SimCommand::Scrub(i) => {
                 if !history.snapshots.is_empty() {
                     control.playing = false;
                     history.cursor = Some(i.min(history.snapshots.len() - 1));
                 }
+                continue;
             }
-            SimCommand::Live => history.cursor = None,
-            SimCommand::SetDt(dt) => {
-                let mut s = sim.settings;
-                s.dt = dt;
-                match s.validate() {
-                    Ok(()) => {
-                        sim.settings = s;
-                        scene.scene.settings.dt = dt;
-                        scene.scene.file.dt = dt;
-                    }
-                    Err(e) => control.message = Some(format!("time step: {e}")),
-                }
+            SimCommand::Live => {
+                history.cursor = None;
+                continue;
             }
-            SimCommand::SetSolver(solver) => match solver.validate() {
-                Ok(()) => {
-                    sim.settings.solver = solver;
-                    scene.scene.settings.solver = solver;
-                    scene.scene.file.solver = solver;
-                }
-                Err(e) => control.message = Some(e.to_string()),
-            },
-            SimCommand::SetFriction(mu) => {
-                if mu.is_finite() && (0.0..=10.0).contains(&mu) {
-                    let sc = &mut scene.scene;
-                    for t in [&mut sim.terrain, &mut sc.terrain, &mut sc.file.terrain] {
-                        t.ground.friction = mu;
-                        for b in &mut t.boxes {
-                            b.friction = mu;
-                        }
-                    }
-                }
-            }
+            SimCommand::SetDt(dt) => Input::SetDt(dt),
+            SimCommand::SetSolver(s) => Input::SetSolver(s),
+            SimCommand::SetFriction(mu) => Input::SetFriction(mu),
             SimCommand::FirePull(mut p) => {
                 p.start += sim.t;
-                sim.pulls.push(p);
+                Input::FirePull((&p).into())
             }
-            SimCommand::ClearPulls => {
-                let t = sim.t;
-                sim.pulls.retain(|p| p.start + p.duration <= t);
-            }
-            SimCommand::Drag(d) => {
-                if d.is_none() || worker.drag.map(|o| o.body) != d.map(|n| n.body) {
-                    worker.drag_prev = None;
-                }
-                worker.drag = d;
+            SimCommand::ClearPulls => Input::ClearPulls,
+            SimCommand::Drag(d) => Input::Drag(d.as_ref().map(Into::into)),
+            SimCommand::SetTarget(p, r) => Input::SetTarget(super::record::PoseRecord::new(&p, &r)),
+            SimCommand::StopDriving => {
+                worker.driver_name = None;
+                Input::StopDriving
             }
             SimCommand::Drive(slot) => {
-                if let Some(driver) = slot.take() {
-                    release(&mut worker.driving, &mut sim);
-                    worker.driver_name = Some(driver.name());
-                    worker.driving =
-                        Some(Driving { driver: bevy::platform::cell::SyncCell::new(driver), engaged: false });
+                let Some(driver) = slot.take() else { continue };
+                worker.driver_name = Some(driver.name());
+                let record = driver.record();
+                match (&record, worker.recording.as_mut()) {
+                    (Some(r), _) => {
+                        let input = Input::Drive(r.clone());
+                        if let Err(e) = apply_input(
+                            &input,
+                            &mut sim,
+                            &mut scene.scene,
+                            &mut worker.drag,
+                            &mut worker.drag_prev,
+                            &mut worker.driving,
+                            Some(driver),
+                        ) {
+                            control.message = Some(e);
+                        } else if let Some(rec) = worker.recording.as_mut() {
+                            rec.push(input);
+                        }
+                    }
+                    (None, rec) => {
+                        if let Some(rec) = rec {
+                            rec.taint(format!("{} drove the robot, and it cannot be recorded", driver.name()));
+                        }
+                        release(&mut worker.driving, &mut sim);
+                        worker.driving = Some(Driving::new(driver));
+                    }
                 }
+                continue;
             }
-            SimCommand::StopDriving => {
-                release(&mut worker.driving, &mut sim);
-                worker.driver_name = None;
+            SimCommand::Record(on) => {
+                if on {
+                    reset(worker, &mut sim, &mut data, &mut history, &scene.scene);
+                    match Recording::start(&scene.scene) {
+                        Ok(r) => worker.recording = Some(r),
+                        Err(e) => control.message = Some(format!("cannot record: {e}")),
+                    }
+                } else {
+                    worker.finished_recording = worker.recording.take();
+                }
+                continue;
             }
             SimCommand::Load(s) => {
-                worker.driving = None;
-                worker.driver_name = None;
                 scene.scene = *s;
-                sim = scene.scene.simulation();
-                data = Data::new(&sim.model);
-                history.clear();
-                history.push(Snapshot::capture(&sim, None, &mut data));
-                worker.single_steps = 0;
-                worker.drag = None;
-                worker.drag_prev = None;
+                reset(worker, &mut sim, &mut data, &mut history, &scene.scene);
+                if worker.recording.is_some() {
+                    // A recording belongs to one scene.
+                    worker.finished_recording = worker.recording.take();
+                }
                 control.message = None;
                 scene.generation += 1;
+                continue;
             }
+        };
+        let r = apply_input(
+            &input,
+            &mut sim,
+            &mut scene.scene,
+            &mut worker.drag,
+            &mut worker.drag_prev,
+            &mut worker.driving,
+            None,
+        );
+        match r {
+            Ok(()) => {
+                if let Some(rec) = worker.recording.as_mut() {
+                    rec.push(input);
+                }
+            }
+            Err(e) => control.message = Some(e),
         }
     }
     let dt = sim.settings.dt;
@@ -566,6 +740,20 @@ pub fn advance(
     worker.task = Some(
         AsyncComputeTaskPool::get().spawn(async move { run_batch(sim, data, n, drag, drag_prev, driving, cancel) }),
     );
+}
+
+/// Back to the scene's initial state: drivers, the spring and the history go.
+fn reset(worker: &mut SimWorker, sim: &mut Simulation, data: &mut Data, history: &mut SimHistory, scene: &Scene) {
+    release(&mut worker.driving, sim);
+    worker.driving = None;
+    worker.driver_name = None;
+    *sim = scene.simulation();
+    *data = Data::new(&sim.model);
+    history.clear();
+    history.push(Snapshot::capture(sim, None, data));
+    worker.single_steps = 0;
+    worker.drag = None;
+    worker.drag_prev = None;
 }
 
 /// Continues from history entry `i`: restores its state and drops what came after it.

@@ -3,7 +3,7 @@
 //! move the target.
 
 use super::state::{offset_pose, slider_target, CitoState, ControlSettings, MpcLink, Pose, MPC_DRIVER};
-use crate::app::sim::{SimHistory, SimWorker};
+use crate::app::sim::{SimCommand, SimCommands, SimHistory, SimWorker};
 use crate::app::{cost_scope, from_bevy, rot_to_bevy, to_bevy, CurrentScene, ToolWindows};
 use crate::model::{Data, Model, Shape};
 use bevy::prelude::*;
@@ -138,6 +138,7 @@ pub(super) fn drag_target(
     link: Res<MpcLink>,
     mut settings: Option<ResMut<ControlSettings>>,
     mut drag: ResMut<TargetDrag>,
+    mut commands: ResMut<SimCommands>,
 ) {
     let _cost = cost_scope();
     let Some(settings) = settings.as_mut() else { return };
@@ -181,7 +182,7 @@ pub(super) fn drag_target(
     if mpc {
         settings.mpc_offset = new;
         let t = slider_target(settings, &home);
-        link.set_target(t.0, t.1);
+        commands.push(SimCommand::SetTarget(t.0, t.1));
     } else {
         settings.cito.target_offset = new;
     }

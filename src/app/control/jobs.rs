@@ -3,6 +3,7 @@
 
 use super::draw::Ghost;
 use super::state::{CitoRun, CitoState, ControlSettings, MpcLink, MPC_DRIVER};
+use crate::app::record::DriverRecord;
 use crate::app::sim::{Driver, DriverSlot, SimCommand, SimCommands, SimHistory};
 use crate::app::{cost_scope, CurrentScene, ToolWindows, ViewerOptions};
 use crate::model::configuration::free_flyer_placement;
@@ -12,6 +13,7 @@ use crate::scene::Scene;
 use crate::sim::Simulation;
 use bevy::prelude::*;
 use bevy::tasks::futures::check_ready;
+use nalgebra::{Matrix3, Vector3};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -79,9 +81,6 @@ impl Driver for MpcControl {
 
     fn engage(&mut self, sim: &mut Simulation) -> Result<(), String> {
         let base = free_flyer_placement(&sim.q.as_slice()[..7.min(sim.q.len())]);
-        if let Some((p, r)) = self.link.inbox.lock().ok().and_then(|mut i| i.take()) {
-            self.inner.set_target(p, r);
-        }
         self.inner.engage(sim).map_err(|e| e.to_string())?;
         if let Ok(mut t) = self.link.telemetry.lock() {
             t.home = Some((base.trans, base.rot));
@@ -93,9 +92,6 @@ impl Driver for MpcControl {
     }
 
     fn before_step(&mut self, sim: &mut Simulation) -> Result<(), String> {
-        if let Some((p, r)) = self.link.inbox.lock().ok().and_then(|mut i| i.take()) {
-            self.inner.set_target(p, r);
-        }
         let cycle = self.inner.before_step(sim, None).map_err(|e| e.to_string())?;
         if let Some(c) = cycle {
             // The ghost is built here, on the batch's thread, once per replan.
@@ -111,6 +107,17 @@ impl Driver for MpcControl {
             }
         }
         Ok(())
+    }
+
+    fn record(&self) -> Option<DriverRecord> {
+        Some(DriverRecord::Mpc(self.inner.spec.clone()))
+    }
+
+    fn set_target(&mut self, p: Vector3<f64>, r: Matrix3<f64>) {
+        self.inner.set_target(p, r);
+        if let Ok(mut t) = self.link.telemetry.lock() {
+            t.target = self.inner.target();
+        }
     }
 
     fn release(&mut self, sim: &mut Simulation) {

@@ -131,22 +131,14 @@ pub struct MpcTelemetry {
     pub substeps: usize,
 }
 
-/// The window's end of the MPC driver: telemetry out, targets in.
+/// The window's end of the MPC driver: its telemetry. (Targets go to the driver as
+/// [`crate::app::sim::SimCommand::SetTarget`], between steps, so recordings see them.)
 #[derive(Resource, Clone, Default)]
 pub struct MpcLink {
     pub telemetry: Arc<Mutex<MpcTelemetry>>,
-    /// A target for the driver to take at its next step.
-    pub inbox: Arc<Mutex<Option<Pose>>>,
 }
 
 impl MpcLink {
-    /// Asks the running driver to track `(position, rotation)`.
-    pub fn set_target(&self, position: Vector3<f64>, rotation: Matrix3<f64>) {
-        if let Ok(mut i) = self.inbox.lock() {
-            *i = Some((position, rotation));
-        }
-    }
-
     pub fn snapshot(&self) -> MpcTelemetry {
         self.telemetry.lock().map(|t| t.clone()).unwrap_or_default()
     }

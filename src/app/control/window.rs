@@ -284,7 +284,7 @@ fn mpc_ui(
     if pose_sliders(u, &mut s.mpc_offset, &mut s.mpc_rpy) {
         if let Some(home) = &t.home {
             let (p, r) = slider_target(s, home);
-            link.set_target(p, r);
+            commands.push(SimCommand::SetTarget(p, r));
         }
     }
     if t.cycles.is_empty() {
