@@ -32,6 +32,7 @@
 
 mod build;
 mod file;
+pub mod guess;
 
 pub use file::{BuiltinRobot, ContactSpec, ControllerSpec, InitialState, PullSpec, RobotSpec, SceneFile};
 
