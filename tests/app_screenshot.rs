@@ -67,3 +67,84 @@ fn quadruped_scene_renders_with_overlays_and_exits_cleanly() {
     assert!(stdout.contains("frame cost of our systems"), "no frame-cost report:\n{stdout}");
     assert!(out.with_extension("frame_cost.json").exists());
 }
+
+fn run_view_plain(args: &[&str]) -> std::process::Output {
+    let exe = env!("CARGO_BIN_EXE_contactlab");
+    let mut cmd = if std::env::var_os("DISPLAY").is_some() {
+        Command::new(exe)
+    } else {
+        let mut c = Command::new("xvfb-run");
+        c.args(["-a", "-s", "-screen 0 1280x800x24", exe]);
+        c
+    };
+    cmd.arg("view").args(args);
+    cmd.output().expect("cannot start the app")
+}
+
+#[test]
+fn go1_opens_from_its_urdf_and_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("go1.png");
+    let o = run_view(
+        &["../shared/fixtures/rbd/urdf/go1.urdf", "--frames", "60", "--width", "800", "--height", "600"],
+        &out,
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "the app failed on go1.urdf: {stderr}");
+    let (_, sd, colours, _) = pixel_stats(&out);
+    assert!(sd > 10.0 && colours > 20, "blank picture: sd {sd}, {colours} colours");
+}
+
+/// A 2 s replay exported at 10 fps is a playable MP4 of 20 frames (ffprobe counts them), or,
+/// without ffmpeg, 20 PNG frames.
+#[test]
+fn a_replay_exports_a_video_of_the_right_length() {
+    use contactlab::app::record::Recording;
+    let dir = tempfile::tempdir().unwrap();
+    let scene = contactlab::scene::Scene::load(Path::new("scenes/quadruped_push_over.ron")).unwrap();
+    let mut rec = Recording::start(&scene).unwrap();
+    rec.steps = (2.0 / scene.settings.dt).round() as u64;
+    let clrec = dir.path().join("run.clrec");
+    rec.save(&clrec).unwrap();
+    let video = dir.path().join("run.mp4");
+    let o = run_view_plain(&[
+        "--replay",
+        clrec.to_str().unwrap(),
+        "--video",
+        video.to_str().unwrap(),
+        "--fps",
+        "10",
+        "--width",
+        "640",
+        "--height",
+        "480",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "export failed: {stderr}\n{stdout}");
+    assert!(stdout.contains("(20 frames at 10 fps)"), "{stdout}");
+    let ffprobe = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-count_frames",
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            "stream=nb_read_frames,duration",
+        ])
+        .args(["-of", "default=noprint_wrappers=1"])
+        .arg(&video)
+        .output();
+    match ffprobe {
+        Ok(p) if p.status.success() => {
+            let s = String::from_utf8_lossy(&p.stdout);
+            assert!(s.contains("nb_read_frames=20"), "ffprobe: {s}");
+            assert!(s.contains("duration=2.0"), "ffprobe: {s}");
+        }
+        _ => {
+            let frames = std::fs::read_dir(dir.path().join("run_frames")).expect("PNG frames").count();
+            assert_eq!(frames, 20);
+        }
+    }
+}

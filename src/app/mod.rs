@@ -29,6 +29,7 @@
 pub mod capture;
 pub mod control;
 pub mod jobs;
+pub mod notebook;
 pub mod overlay;
 pub mod pick;
 pub mod plots;
@@ -38,6 +39,7 @@ pub mod replay;
 pub mod sim;
 pub mod sweep;
 pub mod ui;
+pub mod video;
 pub mod view;
 
 use crate::scene::Scene;
@@ -92,6 +94,13 @@ pub struct ViewerOptions {
     pub policy: Option<PathBuf>,
     pub model: Option<PathBuf>,
     pub toss: Option<PathBuf>,
+    /// Record the run to this file.
+    pub record: Option<PathBuf>,
+    /// Open this recording or result CSV.
+    pub replay: Option<PathBuf>,
+    /// Export the replay as a video here and exit.
+    pub video: Option<PathBuf>,
+    pub fps: u32,
 }
 
 /// Which tool windows are open.
@@ -100,12 +109,21 @@ pub struct ToolWindows {
     pub control: bool,
     pub policy: bool,
     pub replay: bool,
+    /// Record, replay, export (the lab notebook).
+    pub notebook: bool,
+    pub profiler: bool,
 }
 
 impl ToolWindows {
     pub fn from_options(opts: &ViewerOptions) -> Self {
         let has = |n: &str| opts.open.iter().any(|o| o == n);
-        Self { control: has("control"), policy: has("policy"), replay: has("contactnets") }
+        Self {
+            control: has("control"),
+            policy: has("policy"),
+            replay: has("contactnets"),
+            notebook: has("notebook") || opts.record.is_some() || opts.replay.is_some(),
+            profiler: has("profiler"),
+        }
     }
 }
 
@@ -160,6 +178,10 @@ pub fn se3_to_transform(m: &Se3) -> Transform {
 /// Loads the scene to show: the given file, or the default one.
 pub fn load_scene(opts: &ViewerOptions) -> anyhow::Result<Scene> {
     let path = opts.scene.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SCENE));
+    // A URDF stands on the posture guessed from its joint limits.
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("urdf")) {
+        return crate::scene::guess::urdf_scene(&path).map_err(anyhow::Error::from);
+    }
     Scene::load(&path).map_err(anyhow::Error::from)
 }
 
@@ -176,6 +198,7 @@ pub fn core_plugins(app: &mut App) {
         control::ControlPlugin,
         policy::PolicyPlugin,
         replay::ReplayPlugin,
+        notebook::NotebookPlugin,
     ));
 }
 
@@ -186,7 +209,7 @@ pub fn run(opts: ViewerOptions) -> anyhow::Result<()> {
         eprintln!("warning: {w}");
     }
     let mut app = App::new();
-    let screenshot_mode = opts.screenshot.is_some();
+    let screenshot_mode = opts.screenshot.is_some() || opts.video.is_some();
     let title = format!("ContactLab: {}", scene.file.name);
     app.add_plugins(
         DefaultPlugins
@@ -220,6 +243,8 @@ pub fn run(opts: ViewerOptions) -> anyhow::Result<()> {
         capture::CapturePlugin,
         control::ControlUiPlugin,
         replay::ReplayUiPlugin,
+        notebook::NotebookUiPlugin,
+        video::VideoPlugin,
     ));
     let exit = app.run();
     match exit {

@@ -244,3 +244,62 @@ pub fn forces(u: &mut egui::Ui, history: &SimHistory, model: &Model, seconds: f6
         }
     });
 }
+
+/// The profiler: wall time of each step (the step task's), solver iterations and residual
+/// per step (the history's last 2000), and the frame cost of our systems.
+pub fn profiler(
+    u: &mut egui::Ui,
+    history: &SimHistory,
+    profile: &crate::app::sim::StepProfile,
+    cost: Option<&crate::app::capture::FrameCost>,
+) {
+    let pct = |v: &mut Vec<f64>, p: f64| {
+        v.sort_by(f64::total_cmp);
+        v.get(((v.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(0.0)
+    };
+    let mut st: Vec<f64> = profile.step_ms.iter().copied().collect();
+    let (m, p95) = (pct(&mut st.clone(), 0.5), pct(&mut st, 0.95));
+    u.label(format!("step: median {m:.3} ms, p95 {p95:.3} ms ({} steps timed)", profile.total));
+    let frames: Vec<f64> = cost.map(|c| c.frames.iter().rev().take(600).rev().copied().collect()).unwrap_or_default();
+    if !frames.is_empty() {
+        let (fm, fp) = (pct(&mut frames.clone(), 0.5), pct(&mut frames.clone(), 0.95));
+        u.label(format!("our systems per frame: median {fm:.3} ms, p95 {fp:.3} ms (last {} frames)", frames.len()));
+    }
+    let h = 90.0;
+    Plot::new("prof_step").height(h).legend(Legend::default()).y_axis_label("ms").show(u, |p| {
+        p.add(
+            Line::new(
+                "step time (ms)",
+                PlotPoints::from_iter(profile.step_ms.iter().enumerate().map(|(i, &v)| [i as f64, v])),
+            )
+            .color(Color32::from_rgb(60, 110, 230)),
+        );
+    });
+    let n = history.snapshots.len();
+    let recent = history.snapshots.iter().skip(n.saturating_sub(2000));
+    let snaps: Vec<&Snapshot> = recent.collect();
+    Plot::new("prof_iter").height(h).legend(Legend::default()).link_axis("prof", [true, false]).show(u, |p| {
+        p.add(
+            Line::new("Newton iterations", PlotPoints::from_iter(snaps.iter().map(|s| [s.t, s.iterations as f64])))
+                .color(Color32::from_rgb(40, 160, 90)),
+        );
+    });
+    Plot::new("prof_res").height(h).legend(Legend::default()).link_axis("prof", [true, false]).show(u, |p| {
+        p.add(
+            Line::new(
+                "log10 residual",
+                PlotPoints::from_iter(snaps.iter().filter(|s| s.residual > 0.0).map(|s| [s.t, s.residual.log10()])),
+            )
+            .color(Color32::from_rgb(200, 80, 40)),
+        );
+    });
+    Plot::new("prof_frame").height(h).legend(Legend::default()).y_axis_label("ms").show(u, |p| {
+        p.add(
+            Line::new(
+                "our systems per frame (ms)",
+                PlotPoints::from_iter(frames.iter().enumerate().map(|(i, &v)| [i as f64, v])),
+            )
+            .color(Color32::from_rgb(150, 60, 200)),
+        );
+    });
+}

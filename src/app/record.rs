@@ -281,7 +281,7 @@ impl Recording {
     /// Notes one step taken; `snap` is its snapshot.
     pub fn stepped(&mut self, snap: &Snapshot) {
         self.steps += 1;
-        if self.steps % CHECKPOINT_EVERY == 0 {
+        if self.steps.is_multiple_of(CHECKPOINT_EVERY) {
             self.checkpoints.push(Checkpoint {
                 step: self.steps,
                 events: self.events.len(),

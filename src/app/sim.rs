@@ -224,6 +224,14 @@ impl SimHistory {
         self.pushed += 1;
     }
 
+    /// Replaces the history with `snaps` (a replay), keeping all of them.
+    pub fn replace(&mut self, snaps: Vec<Snapshot>) {
+        self.capacity = self.capacity.max(snaps.len());
+        self.snapshots = snaps.into();
+        self.cursor = None;
+        self.pushed += 1;
+    }
+
     fn clear(&mut self) {
         self.snapshots.clear();
         self.cursor = None;

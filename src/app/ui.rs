@@ -175,7 +175,10 @@ fn poll_dialog(mut ui: Option<ResMut<UiState>>, scene: Res<CurrentScene>, mut co
 
 fn open_scene(ui: &mut UiState, commands: &mut SimCommands) {
     let path = PathBuf::from(ui.path.trim());
-    match Scene::load(&path) {
+    // A URDF stands on the posture guessed from its joint limits (`scene::guess`).
+    let is_urdf = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("urdf"));
+    let loaded = if is_urdf { crate::scene::guess::urdf_scene(&path) } else { Scene::load(&path) };
+    match loaded {
         Ok(s) => {
             commands.push(SimCommand::Load(Box::new(s)));
             ui.notice = Some(format!("Opened {}", path.display()));
@@ -194,7 +197,8 @@ fn save_scene(ui: &mut UiState, scene: &Scene) {
 
 fn spawn_dialog(open: bool) -> Task<Option<PathBuf>> {
     super::jobs::dialog(move || {
-        let d = rfd::FileDialog::new().add_filter("ContactLab scene", &["ron"]).set_directory("scenes");
+        let d =
+            rfd::FileDialog::new().add_filter("ContactLab scene or robot", &["ron", "urdf"]).set_directory("scenes");
         if open {
             d.pick_file()
         } else {
@@ -315,6 +319,8 @@ fn tool_bar(u: &mut egui::Ui, tools: &mut ToolWindows, driver: Option<&str>, com
         u.toggle_value(&mut tools.control, "Control (CITO, MPC)");
         u.toggle_value(&mut tools.policy, "Policy");
         u.toggle_value(&mut tools.replay, "ContactNets");
+        u.toggle_value(&mut tools.notebook, "Record & export");
+        u.toggle_value(&mut tools.profiler, "Profiler");
         u.separator();
         match driver {
             Some(name) => {

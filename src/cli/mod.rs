@@ -96,7 +96,7 @@ enum Command {
         height: u32,
         /// Open a tool window at start: control (CITO and MPC), policy (learned policies and
         /// training) or contactnets (learned contact geometry against real tosses). Repeatable.
-        #[arg(long, value_parser = ["control", "policy", "contactnets"])]
+        #[arg(long, value_parser = ["control", "policy", "contactnets", "notebook", "profiler"])]
         open: Vec<String>,
         /// Start each opened tool's main job at once (control: MPC if the scene has an `mpc`
         /// section, else CITO; policy: run the loaded policy; contactnets: replay the toss).
@@ -110,6 +110,21 @@ enum Command {
         model: Option<PathBuf>,
         #[arg(long)]
         toss: Option<PathBuf>,
+        /// Record the run (from the scene's initial state) to this file (.clrec); saved every
+        /// few seconds and when the window closes.
+        #[arg(long)]
+        record: Option<PathBuf>,
+        /// Open a recording (.clrec, replayed bit for bit) or a result CSV (`simulate`'s run,
+        /// `cito`'s trajectory.csv, `mpc`'s trace.csv; of SCENE's robot) to scrub and play.
+        #[arg(long)]
+        replay: Option<PathBuf>,
+        /// With --replay: export the 3D view as a video (MP4 through ffmpeg when it is on the
+        /// PATH, otherwise PNG frames in OUT_frames/) and exit.
+        #[arg(long)]
+        video: Option<PathBuf>,
+        /// Video frame rate (frames per simulated second).
+        #[arg(long, default_value_t = 30)]
+        fps: u32,
     },
     /// Contact-implicit trajectory optimization (DESIGN 5): DDP over the contact simulator
     /// toward the scene's `cito` base-pose target, no contact schedule. Writes
@@ -348,22 +363,44 @@ pub fn run() -> Result<()> {
             policy: None,
             model: None,
             toss: None,
+            record: None,
+            replay: None,
+            video: None,
+            fps: 30,
         }),
-        Some(Command::View { scene, screenshot, frames, sweep, width, height, open, start, policy, model, toss }) => {
-            view::view(view::ViewArgs {
-                scene,
-                screenshot,
-                frames,
-                sweep,
-                width,
-                height,
-                open,
-                start,
-                policy,
-                model,
-                toss,
-            })
-        }
+        Some(Command::View {
+            scene,
+            screenshot,
+            frames,
+            sweep,
+            width,
+            height,
+            open,
+            start,
+            policy,
+            model,
+            toss,
+            record,
+            replay,
+            video,
+            fps,
+        }) => view::view(view::ViewArgs {
+            scene,
+            screenshot,
+            frames,
+            sweep,
+            width,
+            height,
+            open,
+            start,
+            policy,
+            model,
+            toss,
+            record,
+            replay,
+            video,
+            fps,
+        }),
         Some(Command::Simulate { scene, duration, out }) => simulate::simulate(scene, duration, out),
         Some(Command::Jacobians { scene, settle, sensitivity, out }) => {
             jacobians::run(&scene, settle, &sensitivity, &out)

@@ -17,6 +17,10 @@ pub struct ViewArgs {
     pub policy: Option<PathBuf>,
     pub model: Option<PathBuf>,
     pub toss: Option<PathBuf>,
+    pub record: Option<PathBuf>,
+    pub replay: Option<PathBuf>,
+    pub video: Option<PathBuf>,
+    pub fps: u32,
 }
 
 #[cfg(feature = "viewer")]
@@ -33,14 +37,34 @@ pub fn view(a: ViewArgs) -> Result<()> {
         policy: a.policy,
         model: a.model,
         toss: a.toss,
+        record: a.record,
+        replay: a.replay,
+        video: a.video,
+        fps: a.fps,
     })
 }
 
 #[cfg(not(feature = "viewer"))]
 pub fn view(a: ViewArgs) -> Result<()> {
     // Say what was asked for, so a headless build's user knows which run they did not get.
-    let ViewArgs { scene, screenshot, frames, sweep, width, height, open, start, policy, model, toss } = a;
-    let _ = (screenshot, frames, sweep, width, height, open, start, policy, model, toss);
+    let ViewArgs {
+        scene,
+        screenshot,
+        frames,
+        sweep,
+        width,
+        height,
+        open,
+        start,
+        policy,
+        model,
+        toss,
+        record,
+        replay,
+        video,
+        fps,
+    } = a;
+    let _ = (screenshot, frames, sweep, width, height, open, start, policy, model, toss, record, replay, video, fps);
     bail!(
         "cannot open {}: this build has no desktop app (built without the `viewer` feature).\n\
          Headless: contactlab simulate scenes/quadruped_stand.ron --duration 2 --out run.csv\n\
