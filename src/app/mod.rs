@@ -28,6 +28,7 @@
 
 pub mod capture;
 pub mod control;
+pub mod inspect;
 pub mod jobs;
 pub mod notebook;
 pub mod overlay;
@@ -112,6 +113,7 @@ pub struct ToolWindows {
     /// Record, replay, export (the lab notebook).
     pub notebook: bool,
     pub profiler: bool,
+    pub inspector: bool,
 }
 
 impl ToolWindows {
@@ -123,6 +125,7 @@ impl ToolWindows {
             replay: has("contactnets"),
             notebook: has("notebook") || opts.record.is_some() || opts.replay.is_some(),
             profiler: has("profiler"),
+            inspector: has("inspector"),
         }
     }
 }
@@ -199,6 +202,7 @@ pub fn core_plugins(app: &mut App) {
         policy::PolicyPlugin,
         replay::ReplayPlugin,
         notebook::NotebookPlugin,
+        inspect::InspectPlugin,
     ));
 }
 
@@ -245,6 +249,7 @@ pub fn run(opts: ViewerOptions) -> anyhow::Result<()> {
         replay::ReplayUiPlugin,
         notebook::NotebookUiPlugin,
         video::VideoPlugin,
+        inspect::InspectUiPlugin,
     ));
     let exit = app.run();
     match exit {

@@ -154,7 +154,11 @@ pub struct NotebookPlugin;
 impl Plugin for NotebookPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<Notebook>()
-            .add_systems(Update, (from_options, poll, save_recording, playback).chain().in_set(AppSet::Background))
+            .init_resource::<HotReload>()
+            .add_systems(
+                Update,
+                (from_options, poll, save_recording, playback, hot_reload).chain().in_set(AppSet::Background),
+            )
             .add_systems(Last, save_on_exit);
     }
 }
@@ -294,6 +298,86 @@ fn save_on_exit(mut exits: MessageReader<AppExit>, nb: Res<Notebook>, worker: Op
     }
 }
 
+/// Seconds between looks at the open files' modification times.
+const RELOAD_POLL_SECONDS: f64 = 0.5;
+
+/// The files behind the open scene (the scene file and its URDF, or the URDF it was guessed
+/// from) and their modification times when last loaded.
+#[derive(Resource, Default)]
+pub struct HotReload {
+    generation: Option<u64>,
+    files: Vec<(PathBuf, Option<std::time::SystemTime>)>,
+    since: f64,
+    /// Reloads done (tests wait on it) and the last failure.
+    pub reloads: u64,
+    pub failures: u64,
+}
+
+fn modified(p: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// The files a scene was built from.
+fn scene_files(scene: &Scene) -> Vec<PathBuf> {
+    let mut out = vec![scene.path.clone()];
+    if let crate::scene::RobotSpec::Urdf { path, .. } = &scene.file.robot {
+        let full =
+            if path.is_absolute() { path.clone() } else { scene.path.parent().unwrap_or(Path::new(".")).join(path) };
+        if full != scene.path {
+            out.push(full);
+        }
+    }
+    out
+}
+
+/// Editing the open scene file or its URDF on disk reloads it; an invalid file leaves the
+/// current scene and says why (file, line, field).
+fn hot_reload(
+    time: Res<Time>,
+    mut hr: ResMut<HotReload>,
+    scene: Res<CurrentScene>,
+    mut control: ResMut<SimControl>,
+    mut commands: ResMut<SimCommands>,
+    worker: Option<Res<SimWorker>>,
+) {
+    let _cost = cost_scope();
+    if hr.generation != Some(scene.generation) {
+        hr.generation = Some(scene.generation);
+        hr.files = scene_files(&scene.scene).into_iter().map(|p| (p.clone(), modified(&p))).collect();
+        hr.since = 0.0;
+        return;
+    }
+    hr.since += time.delta_secs_f64();
+    if hr.since < RELOAD_POLL_SECONDS {
+        return;
+    }
+    hr.since = 0.0;
+    // A replay or a recording owns the scene it runs.
+    if worker.as_ref().is_some_and(|w| w.recording.is_some()) {
+        return;
+    }
+    let changed = hr.files.iter().any(|(p, t)| modified(p) != *t);
+    if !changed {
+        return;
+    }
+    for f in hr.files.iter_mut() {
+        f.1 = modified(&f.0);
+    }
+    let path = scene.scene.path.clone();
+    let guessed = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("urdf"));
+    let loaded = if guessed { crate::scene::guess::urdf_scene(&path) } else { Scene::load(&path) };
+    match loaded {
+        Ok(s) => {
+            commands.push(SimCommand::Load(Box::new(s)));
+            hr.reloads += 1;
+        }
+        Err(e) => {
+            hr.failures += 1;
+            control.message = Some(format!("The edited file does not load; the current scene stays.\n{e}"));
+        }
+    }
+}
+
 /// The notebook and profiler windows.
 pub struct NotebookUiPlugin;
 
@@ -320,7 +404,7 @@ fn notebook_window(
     let ctx = contexts.ctx_mut()?.clone();
     let mut open = true;
     let recording = worker.as_ref().and_then(|w| w.recording.as_ref()).map(|r| (r.steps, r.events.len()));
-    egui::Window::new("Record & export").open(&mut open).default_width(340.0).show(&ctx, |u| {
+    egui::Window::new("Record & export").open(&mut open).default_width(340.0).default_pos([860.0, 80.0]).show(&ctx, |u| {
         u.heading("Record");
         u.horizontal(|u| {
             u.label("file");
@@ -417,7 +501,7 @@ fn profiler_window(
     }
     let ctx = contexts.ctx_mut()?.clone();
     let mut open = true;
-    egui::Window::new("Profiler").open(&mut open).default_width(420.0).show(&ctx, |u| {
+    egui::Window::new("Profiler").open(&mut open).default_width(420.0).default_pos([340.0, 420.0]).show(&ctx, |u| {
         super::plots::profiler(u, &history, &profile, cost.as_deref());
     });
     tools.profiler = open;

@@ -275,9 +275,10 @@ pub fn profiler(
             .color(Color32::from_rgb(60, 110, 230)),
         );
     });
+    // At most 400 points a line: plot tessellation is the frame's cost.
     let n = history.snapshots.len();
-    let recent = history.snapshots.iter().skip(n.saturating_sub(2000));
-    let snaps: Vec<&Snapshot> = recent.collect();
+    let shown = n.min(2000);
+    let snaps: Vec<&Snapshot> = history.snapshots.iter().skip(n - shown).step_by(shown.div_ceil(400).max(1)).collect();
     Plot::new("prof_iter").height(h).legend(Legend::default()).link_axis("prof", [true, false]).show(u, |p| {
         p.add(
             Line::new("Newton iterations", PlotPoints::from_iter(snaps.iter().map(|s| [s.t, s.iterations as f64])))

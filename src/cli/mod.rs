@@ -96,7 +96,7 @@ enum Command {
         height: u32,
         /// Open a tool window at start: control (CITO and MPC), policy (learned policies and
         /// training) or contactnets (learned contact geometry against real tosses). Repeatable.
-        #[arg(long, value_parser = ["control", "policy", "contactnets", "notebook", "profiler"])]
+        #[arg(long, value_parser = ["control", "policy", "contactnets", "notebook", "profiler", "inspector"])]
         open: Vec<String>,
         /// Start each opened tool's main job at once (control: MPC if the scene has an `mpc`
         /// section, else CITO; policy: run the loaded policy; contactnets: replay the toss).

@@ -164,6 +164,13 @@ pub struct TransitionWorkspace {
 }
 
 impl TransitionWorkspace {
+    /// `d lambda / d (dq, dv, du)` of the last call that returned `Ok` with `ka` contacts in
+    /// the problem: `3 ka x (2nv + nu)`, three rows `(n, t1, t2)` per active contact in the
+    /// order of the step workspace's `contacts.active`.
+    pub fn dlambda(&self, ka: usize, nv: usize, nu: usize) -> nalgebra::DMatrixView<'_, f64> {
+        self.dw.view((0, 0), (3 * ka, 2 * nv + nu))
+    }
+
     pub fn new(model: &Model) -> Self {
         let (nq, nv, nu, k) = (model.nq, model.nv, model.nu, model.contact_points.len());
         let ncols = 2 * nv + nu + 1;
