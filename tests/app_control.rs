@@ -147,3 +147,55 @@ fn cito_plans_in_the_background_from_the_state_on_screen() {
     let h = app.world().resource::<SimHistory>();
     assert!(h.snapshots.back().unwrap().t > 0.7, "the simulation stalled during the solve");
 }
+
+/// go1 and solo12 (from their URDFs, `scenes/*_stand.ron`) under the Control window: CITO
+/// shifts the base from the state on screen, and MPC holds the stance against the mouse spring.
+#[test]
+fn go1_and_solo12_run_cito_and_mpc_from_the_control_window() {
+    for file in ["scenes/go1_stand.ron", "scenes/solo12_stand.ron"] {
+        let mut app = app(file);
+        run_until(&mut app, 0.5);
+        idle(&mut app);
+        let scene = app.world().resource::<CurrentScene>().scene.clone();
+        let start = displayed_simulation(&scene, app.world().resource::<SimHistory>());
+        let spec = app.world().resource::<ControlSettings>().cito.clone();
+        app.world_mut().resource_mut::<CitoState>().start(start, spec);
+        for _ in 0..1_000_000 {
+            app.update();
+            if app.world().resource::<CitoState>().finished == 1 {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        let st = app.world().resource::<CitoState>();
+        assert!(st.error.is_none(), "{file}: {:?}", st.error);
+        let run = st.result.as_ref().expect("a plan");
+        assert!(run.report.pose_error_m < 0.01, "{file}: pose error {} m", run.report.pose_error_m);
+
+        let spec = app.world().resource::<ControlSettings>().mpc.clone();
+        let driver = app.world_mut().resource_mut::<MpcLink>().driver(spec).unwrap();
+        push(&mut app, SimCommand::Drive(DriverSlot::new(Box::new(driver))));
+        push(&mut app, SimCommand::Play);
+        run_until(&mut app, 0.7);
+        assert_eq!(app.world().resource::<SimWorker>().driver(), Some(MPC_DRIVER), "{file}");
+        let home = base(&app);
+        let weight = scene.model.total_mass() * 9.81;
+        push(
+            &mut app,
+            SimCommand::Drag(Some(DragPull {
+                body: 1,
+                point: Vector3::zeros(),
+                target: home + Vector3::new(0.0, 0.1, 0.0),
+                stiffness: 20.0 * weight,
+                damping: 0.0,
+                max_force: 0.15 * weight,
+            })),
+        );
+        run_until(&mut app, 0.9);
+        push(&mut app, SimCommand::Drag(None));
+        run_until(&mut app, 1.8);
+        let end = base(&app);
+        assert!((end - home).norm() < 0.03, "{file}: base {end:?} from {home:?}");
+        assert!(end.z > 0.8 * home.z, "{file}: fell to {}", end.z);
+    }
+}
