@@ -209,6 +209,23 @@ pub fn load_str(text: &str, path: &Path, root: RootJoint) -> Result<Loaded, Urdf
     for (link, body, b_m_link) in &link_geoms {
         let Some(b) = *body else { continue };
         let l = links[link];
+        // Mesh visuals are not loaded: a link that has one is drawn with its primitive
+        // collision shapes instead (go1's meshes: trunk box, thigh boxes, calf cylinders).
+        let has_mesh = l.visual.iter().any(|v| matches!(v.geometry, urdf_rs::Geometry::Mesh { .. }));
+        if has_mesh {
+            for col in &l.collision {
+                let placement = b_m_link.compose(&Se3::from_xyz_rpy(col.origin.xyz.0, col.origin.rpy.0));
+                let shape = match col.geometry {
+                    urdf_rs::Geometry::Box { size } => Shape::Box { size: size.0 },
+                    urdf_rs::Geometry::Sphere { radius } => Shape::Sphere { radius },
+                    urdf_rs::Geometry::Cylinder { radius, length } | urdf_rs::Geometry::Capsule { radius, length } => {
+                        Shape::Cylinder { radius, length }
+                    }
+                    urdf_rs::Geometry::Mesh { .. } => continue,
+                };
+                builder.add_geometry(b, placement, shape, [0.62, 0.64, 0.68, 1.0]);
+            }
+        }
         for vis in &l.visual {
             let placement = b_m_link.compose(&Se3::from_xyz_rpy(vis.origin.xyz.0, vis.origin.rpy.0));
             let rgba = vis
