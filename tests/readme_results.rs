@@ -305,3 +305,27 @@ fn the_peer_benchmark_table_is_the_committed_run() {
         assert!(readme.contains(&cell), "README lacks {cell}");
     }
 }
+
+/// The frame-cost table is the `*.frame_cost.json` files the screenshot commands wrote.
+#[test]
+fn the_frame_cost_table_is_the_committed_files() {
+    let text = readme();
+    let dir = root().join("docs/screenshots");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".frame_cost.json") else { continue };
+        let v = json(&p);
+        let row = format!(
+            "| `{stem}.png` | {} | {:.2} | {:.2} | {:.2} |",
+            v["frames"].as_u64().unwrap(),
+            f(&v, "our_systems_ms_median"),
+            f(&v, "our_systems_ms_p95"),
+            f(&v, "our_systems_ms_max")
+        );
+        assert!(text.contains(&row), "README lacks the row {row}");
+        n += 1;
+    }
+    assert!(n >= 8, "{n} frame-cost files");
+}

@@ -123,7 +123,8 @@ impl ToolWindows {
             control: has("control"),
             policy: has("policy"),
             replay: has("contactnets"),
-            notebook: has("notebook") || opts.record.is_some() || opts.replay.is_some(),
+            // Not while exporting a video: tool windows float over the 3D view.
+            notebook: has("notebook") || ((opts.record.is_some() || opts.replay.is_some()) && opts.video.is_none()),
             profiler: has("profiler"),
             inspector: has("inspector"),
         }
@@ -180,6 +181,12 @@ pub fn se3_to_transform(m: &Se3) -> Transform {
 
 /// Loads the scene to show: the given file, or the default one.
 pub fn load_scene(opts: &ViewerOptions) -> anyhow::Result<Scene> {
+    // A recording opened without a scene starts on its own.
+    if let (None, Some(r)) = (&opts.scene, &opts.replay) {
+        if r.extension().is_some_and(|e| e == "clrec") {
+            return record::Recording::load(r).and_then(|rec| rec.scene()).map_err(anyhow::Error::from);
+        }
+    }
     let path = opts.scene.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SCENE));
     // A URDF stands on the posture guessed from its joint limits.
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("urdf")) {

@@ -223,7 +223,8 @@ impl Recording {
         Ok(Self {
             format: FORMAT.into(),
             version: VERSION,
-            scene_path: scene.path.clone(),
+            // Absolute, so the replay finds relative URDF paths from any directory.
+            scene_path: std::fs::canonicalize(&scene.path).unwrap_or_else(|_| scene.path.clone()),
             scene: text,
             events: Vec::new(),
             checkpoints: Vec::new(),

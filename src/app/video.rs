@@ -35,6 +35,8 @@ struct Export {
     in_flight: bool,
     inbox: Arc<Mutex<Option<Image>>>,
     sink: Option<Sink>,
+    /// The tool windows, closed during the export (they float over the 3D view).
+    windows: super::ToolWindows,
 }
 
 /// The export in progress and what the last one did.
@@ -152,6 +154,7 @@ fn drive(
     mut sim_commands: ResMut<SimCommands>,
     camera: Query<&Camera, With<MainCamera>>,
     mut exit: MessageWriter<AppExit>,
+    mut tools: ResMut<super::ToolWindows>,
 ) {
     let _cost = super::cost_scope();
     if export.job.is_none() {
@@ -168,7 +171,9 @@ fn drive(
         }
         sim_commands.push(SimCommand::Pause);
         nb.playing = false;
+        let windows = std::mem::take(&mut *tools);
         export.job = Some(Export {
+            windows,
             request: req,
             frames,
             next: 0,
@@ -224,6 +229,7 @@ fn drive(
         return;
     }
     let job = export.job.take().expect("job");
+    *tools = job.windows.clone();
     let n = job.next;
     let result = match (failed, job.sink) {
         (Some(e), _) => Err(e),
