@@ -202,3 +202,39 @@ fn result_csvs_open_as_replays() {
     assert!(err.to_string().contains("trajectory.csv: line 1"), "{err}");
     assert!(err.to_string().contains("no column"), "{err}");
 }
+
+/// `simulate`'s CSV and `mpc`'s trace.csv, written by the command line, open as replays whose
+/// states are the run's.
+#[test]
+fn simulate_and_mpc_outputs_open_as_replays() {
+    let exe = env!("CARGO_BIN_EXE_contactlab");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("run.csv");
+    let o = std::process::Command::new(exe)
+        .args(["simulate", "scenes/quadruped_stand.ron", "--duration", "0.1", "--out"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let scene = Scene::load(Path::new("scenes/quadruped_stand.ron")).unwrap();
+    let snaps = record::load_csv(&csv, &scene).unwrap();
+    assert_eq!(snaps.len(), 50);
+    let mut sim = scene.simulation();
+    for _ in 0..50 {
+        sim.step();
+    }
+    assert_eq!(bits(snaps.last().unwrap().q.as_slice()), bits(sim.q.as_slice()), "the CSV holds the run's state");
+    assert_eq!(bits(snaps.last().unwrap().v.as_slice()), bits(sim.v.as_slice()));
+
+    let out = dir.path().join("mpc");
+    let o = std::process::Command::new(exe)
+        .args(["mpc", "scenes/mpc_pull.ron", "--duration", "0.1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mpc_scene = Scene::load(Path::new("scenes/mpc_pull.ron")).unwrap();
+    let snaps = record::load_csv(&out.join("trace.csv"), &mpc_scene).unwrap();
+    assert_eq!(snaps.len(), 50);
+    assert!(snaps.iter().all(|s| s.v.iter().any(|x| *x != 0.0)), "velocities were read");
+}

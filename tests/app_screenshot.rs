@@ -90,7 +90,13 @@ fn go1_opens_from_its_urdf_and_renders() {
         &out,
     );
     let stderr = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "the app failed on go1.urdf: {stderr}");
+    // It stands: after the frames rendered (seconds of simulated time), the trunk is up.
+    let line = stdout.lines().find(|l| l.starts_with("shown:")).expect("the shown state");
+    let t: f64 = line.split("t = ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let z: f64 = line.split("base height ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(t > 0.5 && z > 0.25, "go1 at t = {t} s has its trunk at {z} m: {line}");
     let (_, sd, colours, _) = pixel_stats(&out);
     assert!(sd > 10.0 && colours > 20, "blank picture: sd {sd}, {colours} colours");
 }

@@ -69,6 +69,7 @@ fn screenshot_when_ready(
     opts: Res<ViewerOptions>,
     mut state: ResMut<ShotState>,
     sweep: Res<SweepState>,
+    history: Res<super::sim::SimHistory>,
     mut exit: MessageWriter<AppExit>,
 ) {
     let Some(path) = opts.screenshot.clone() else { return };
@@ -86,6 +87,12 @@ fn screenshot_when_ready(
         return;
     }
     state.requested = true;
+    // What was on screen, for tests that check the robot as well as the picture.
+    if let Some(s) = history.displayed() {
+        if s.q.len() >= 7 {
+            println!("shown: t = {:.3} s, base height {:.4} m", s.t, s.q[2]);
+        }
+    }
     commands.spawn(Screenshot::primary_window()).observe(
         move |shot: On<ScreenshotCaptured>, cost: Res<FrameCost>, mut exit: MessageWriter<AppExit>| {
             let ok = match save_atomic(&shot.image, &path) {

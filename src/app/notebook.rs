@@ -245,13 +245,15 @@ fn poll(
 fn save_recording(time: Res<Time>, mut nb: ResMut<Notebook>, worker: Option<ResMut<SimWorker>>) {
     let _cost = cost_scope();
     let Some(mut worker) = worker else { return };
-    if let Some(done) = worker.finished_recording.take() {
-        if let Some(path) = nb.saving_to.take() {
-            nb.message = Some(match done.save(&path) {
-                Ok(()) => format!("Saved {} ({} steps, {} inputs)", path.display(), done.steps, done.events.len()),
-                Err(e) => format!("{}: cannot save: {e}", path.display()),
-            });
-        }
+    // A recording stopped: saved if the notebook started it (one started through the API is
+    // left to its caller).
+    if worker.finished_recording.is_some() && nb.saving_to.is_some() {
+        let done = worker.finished_recording.take().expect("checked");
+        let path = nb.saving_to.take().expect("checked");
+        nb.message = Some(match done.save(&path) {
+            Ok(()) => format!("Saved {} ({} steps, {} inputs)", path.display(), done.steps, done.events.len()),
+            Err(e) => format!("{}: cannot save: {e}", path.display()),
+        });
         return;
     }
     nb.since_save += time.delta_secs_f64();

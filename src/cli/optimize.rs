@@ -162,7 +162,8 @@ pub fn write_comparison(scene: &Scene, rows: &[CitoSummary], dir: &Path) -> Resu
 
 /// Runs the scene's MPC in closed loop and writes `summary.json`, `cycles.csv` (per replan:
 /// time, status, iterations, cost, solve time, base error) and `trace.csv` (per simulator step:
-/// time, base position, base error) into `dir`.
+/// time, base position, base error, then the state `q`, `v` in `simulate`'s column names, so
+/// the app opens it as a replay) into `dir`.
 pub fn run_mpc(scene: &Scene, settings: &MpcSettings, dir: Option<&Path>) -> Result<MpcReport> {
     let mut last_print = -1.0;
     let sim = scene.settled(settings.settle)?;
@@ -186,9 +187,14 @@ pub fn run_mpc(scene: &Scene, settings: &MpcSettings, dir: Option<&Path>) -> Res
                 writeln!(cy, "{},{:?},{},{},{},{}", c.t, c.status, c.iterations, c.cost, c.solve_ms, c.base_error_m);
         }
         write_atomic(&dir.join("cycles.csv"), cy.as_bytes())?;
-        let mut tr = String::from("t,base_x,base_y,base_z,base_error_m\n");
-        for (t, p, e) in &r.trace {
-            let _ = writeln!(tr, "{t},{},{},{},{e}", p[0], p[1], p[2]);
+        let (qn, vn, _) = contactlab::sim::record::state_names(&scene.model);
+        let mut tr = format!("t,base_x,base_y,base_z,base_error_m,{},{}\n", qn.join(","), vn.join(","));
+        for ((t, p, e), (q, v)) in r.trace.iter().zip(&r.states) {
+            let _ = write!(tr, "{t},{},{},{},{e}", p[0], p[1], p[2]);
+            for x in q.iter().chain(v) {
+                let _ = write!(tr, ",{x}");
+            }
+            tr.push('\n');
         }
         write_atomic(&dir.join("trace.csv"), tr.as_bytes())?;
         write_atomic(&dir.join("summary.json"), serde_json::to_string_pretty(&r.summary)?.as_bytes())?;

@@ -471,6 +471,9 @@ pub struct MpcReport {
     pub cycles: Vec<CycleInfo>,
     /// Per simulator step: time (s, from the MPC's start), base position (m), base error (m).
     pub trace: Vec<(f64, [f64; 3], f64)>,
+    /// Per simulator step: the state `(q, v)` after it (for replays of the run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub states: Vec<(Vec<f64>, Vec<f64>)>,
     /// The last plan, replayed (base poses and foot positions per knot).
     pub last_plan: Vec<super::cito::Knot>,
     pub summary: MpcSummary,
@@ -621,7 +624,7 @@ pub fn run_closed_loop(
     sim.pulls = pulls.iter().map(|p| Pull { start: p.start + t0, ..*p }).collect();
     let pull_end = pulls.iter().map(|p| p.start + p.duration).fold(0.0, f64::max);
     let mut watch = ContactWatch::new(&sim);
-    let (mut cycles, mut trace) = (Vec::new(), Vec::new());
+    let (mut cycles, mut trace, mut states) = (Vec::new(), Vec::new(), Vec::new());
     let mut cancelled = false;
     let mut failed_steps = 0;
     let n_steps = (duration / spec.knot_dt).round() as usize * substeps;
@@ -642,6 +645,7 @@ pub fn run_closed_loop(
         }
         watch.record(&sim);
         trace.push((sim.t - t0, [sim.q[0], sim.q[1], sim.q[2]], error(&sim.q)));
+        states.push((sim.q.as_slice().to_vec(), sim.v.as_slice().to_vec()));
     }
     let wall = started.elapsed().as_secs_f64();
     let simulated = trace.last().map(|t| t.0).unwrap_or(0.0);
@@ -675,5 +679,5 @@ pub fn run_closed_loop(
         footfalls: watch.footfalls(&sim),
         trunk_touched: watch.trunk_touched,
     };
-    Ok(MpcReport { cycles, trace, last_plan: driver.planned_knots(), summary })
+    Ok(MpcReport { cycles, trace, states, last_plan: driver.planned_knots(), summary })
 }
