@@ -5,46 +5,30 @@
 
 use bevy::prelude::*;
 use contactlab::app::control::{displayed_simulation, CitoState, ControlSettings, MpcLink, MPC_DRIVER};
-use contactlab::app::sim::{DragPull, DriverSlot, SimCommand, SimCommands, SimHistory, SimWorker};
+use contactlab::app::sim::{DragPull, DriverSlot, SimCommand, SimHistory, SimWorker};
 use contactlab::app::CurrentScene;
 use contactlab::sim::Controller;
 use nalgebra::Vector3;
 use std::time::Duration;
 
 mod common;
-use common::{app, push};
-
-/// Frames until the displayed time reaches `t` (the step task keeps up with manual time at
-/// its own pace: each frame owes 1/60 s, and waits for the batch that is running).
-fn run_until(app: &mut App, t: f64) {
-    for _ in 0..200_000 {
-        app.update();
-        let now = app.world().resource::<SimHistory>().snapshots.back().map_or(0.0, |s| s.t);
-        if now >= t {
-            return;
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    let c = app.world().resource::<contactlab::app::sim::SimControl>();
-    let now = app.world().resource::<SimHistory>().snapshots.back().map_or(0.0, |s| s.t);
-    panic!("simulation did not reach t = {t} (at {now}, playing {}, message {:?})", c.playing, c.message);
-}
-
-fn idle(app: &mut App) {
-    push(app, SimCommand::Pause);
-    for _ in 0..100_000 {
-        app.update();
-        if !app.world().resource::<SimWorker>().busy() && app.world().resource::<SimCommands>().0.is_empty() {
-            return;
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    panic!("the step task did not finish");
-}
+use common::{app, idle, push, run_until};
 
 fn base(app: &App) -> Vector3<f64> {
     let s = app.world().resource::<SimHistory>().snapshots.back().unwrap();
     Vector3::new(s.q[0], s.q[1], s.q[2])
+}
+
+/// Frames until the background CITO solve has finished.
+fn wait_cito(app: &mut App) {
+    for _ in 0..1_000_000 {
+        app.update();
+        if app.world().resource::<CitoState>().finished == 1 {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    panic!("the CITO solve did not finish");
 }
 
 #[test]
@@ -117,13 +101,7 @@ fn cito_plans_in_the_background_from_the_state_on_screen() {
     assert!(app.world().resource::<CitoState>().busy());
     // The simulation keeps running while the plan is computed.
     push(&mut app, SimCommand::Play);
-    for _ in 0..1_000_000 {
-        app.update();
-        if app.world().resource::<CitoState>().finished == 1 {
-            break;
-        }
-        std::thread::sleep(Duration::from_micros(500));
-    }
+    wait_cito(&mut app);
     let st = app.world().resource::<CitoState>();
     assert!(st.error.is_none(), "{:?}", st.error);
     let run = st.result.as_ref().expect("a plan");
@@ -160,13 +138,7 @@ fn go1_and_solo12_run_cito_and_mpc_from_the_control_window() {
         let start = displayed_simulation(&scene, app.world().resource::<SimHistory>());
         let spec = app.world().resource::<ControlSettings>().cito.clone();
         app.world_mut().resource_mut::<CitoState>().start(start, spec);
-        for _ in 0..1_000_000 {
-            app.update();
-            if app.world().resource::<CitoState>().finished == 1 {
-                break;
-            }
-            std::thread::sleep(Duration::from_micros(500));
-        }
+        wait_cito(&mut app);
         let st = app.world().resource::<CitoState>();
         assert!(st.error.is_none(), "{file}: {:?}", st.error);
         let run = st.result.as_ref().expect("a plan");

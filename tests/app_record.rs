@@ -6,41 +6,13 @@
 use bevy::prelude::*;
 use contactlab::app::control::{ControlSettings, MpcLink};
 use contactlab::app::record::{self, DriverRecord, Input, Recording};
-use contactlab::app::sim::{DragPull, DriverSlot, SimCommand, SimCommands, SimHistory, SimWorker};
+use contactlab::app::sim::{DragPull, DriverSlot, SimCommand, SimHistory, SimWorker};
 use contactlab::scene::Scene;
 use nalgebra::Vector3;
 use std::path::Path;
-use std::time::Duration;
 
 mod common;
-use common::{app, push};
-
-fn now(app: &App) -> f64 {
-    app.world().resource::<SimHistory>().snapshots.back().map_or(0.0, |s| s.t)
-}
-
-fn run_until(app: &mut App, t: f64) {
-    for _ in 0..200_000 {
-        app.update();
-        if now(app) >= t {
-            return;
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    panic!("simulation did not reach t = {t} (at {})", now(app));
-}
-
-fn idle(app: &mut App) {
-    push(app, SimCommand::Pause);
-    for _ in 0..100_000 {
-        app.update();
-        if !app.world().resource::<SimWorker>().busy() && app.world().resource::<SimCommands>().0.is_empty() {
-            return;
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    panic!("the step task did not finish");
-}
+use common::{app, idle, push, run_until};
 
 fn start_mpc(app: &mut App, kappa: f64) {
     let mut spec = app.world().resource::<ControlSettings>().mpc.clone();

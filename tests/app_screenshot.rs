@@ -9,19 +9,12 @@
 use std::path::Path;
 use std::process::Command;
 
+/// `contactlab view ARGS --screenshot OUT`.
 fn run_view(args: &[&str], out: &Path) -> std::process::Output {
-    let exe = env!("CARGO_BIN_EXE_contactlab");
-    let mut cmd = if std::env::var_os("DISPLAY").is_some() {
-        Command::new(exe)
-    } else {
-        let mut c = Command::new("xvfb-run");
-        c.args(["-a", "-s", "-screen 0 1280x800x24", exe]);
-        c
-    };
-    cmd.arg("view").args(args).arg("--screenshot").arg(out);
-    cmd.output().unwrap_or_else(|e| {
-        panic!("cannot start the app ({e}); install xvfb, mesa-vulkan-drivers and libvulkan1 (see .ci/run)")
-    })
+    let out = out.to_str().expect("a UTF-8 path");
+    let mut all = args.to_vec();
+    all.extend(["--screenshot", out]);
+    run_view_plain(&all)
 }
 
 /// Mean and standard deviation of the luminance, and the number of distinct colours on a
@@ -68,6 +61,7 @@ fn quadruped_scene_renders_with_overlays_and_exits_cleanly() {
     assert!(out.with_extension("frame_cost.json").exists());
 }
 
+/// `contactlab view ARGS` under Xvfb (unless a display is set).
 fn run_view_plain(args: &[&str]) -> std::process::Output {
     let exe = env!("CARGO_BIN_EXE_contactlab");
     let mut cmd = if std::env::var_os("DISPLAY").is_some() {
@@ -78,7 +72,9 @@ fn run_view_plain(args: &[&str]) -> std::process::Output {
         c
     };
     cmd.arg("view").args(args);
-    cmd.output().expect("cannot start the app")
+    cmd.output().unwrap_or_else(|e| {
+        panic!("cannot start the app ({e}); install xvfb, mesa-vulkan-drivers and libvulkan1 (see .ci/run)")
+    })
 }
 
 #[test]

@@ -179,7 +179,10 @@ fn every_scene_simulates_to_the_end() {
             continue;
         }
         let s = Scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert!(s.warnings.is_empty(), "{}: {:?}", path.display(), s.warnings);
+        // Our robots import cleanly; the URDFs of others (../shared) may carry a non-physical
+        // inertia that the import keeps as written, as Pinocchio does (go1's dummy `base` link).
+        let known = |w: &String| w.contains("/shared/fixtures/") && w.contains("kept as written");
+        assert!(s.warnings.iter().all(known), "{}: {:?}", path.display(), s.warnings);
         let mut sim = s.simulation();
         let duration = s.file.duration.unwrap_or(1.0);
         let steps = (duration / s.settings.dt).round() as usize;

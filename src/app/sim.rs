@@ -598,6 +598,7 @@ pub fn advance(
     let mut data = data;
     for c in queue.0.drain(..) {
         // The recordable inputs go through `apply_input`, as in a replay.
+        let mut incoming: Option<Box<dyn Driver>> = None;
         let input = match c {
             SimCommand::Play | SimCommand::Step(_) => {
                 if let Some(i) = history.cursor.take() {
@@ -650,33 +651,20 @@ pub fn advance(
             SimCommand::Drive(slot) => {
                 let Some(driver) = slot.take() else { continue };
                 worker.driver_name = Some(driver.name());
-                let record = driver.record();
-                match (&record, worker.recording.as_mut()) {
-                    (Some(r), _) => {
-                        let input = Input::Drive(r.clone());
-                        if let Err(e) = apply_input(
-                            &input,
-                            &mut sim,
-                            &mut scene.scene,
-                            &mut worker.drag,
-                            &mut worker.drag_prev,
-                            &mut worker.driving,
-                            Some(driver),
-                        ) {
-                            control.message = Some(e);
-                        } else if let Some(rec) = worker.recording.as_mut() {
-                            rec.push(input);
-                        }
+                match driver.record() {
+                    Some(r) => {
+                        incoming = Some(driver);
+                        Input::Drive(r)
                     }
-                    (None, rec) => {
-                        if let Some(rec) = rec {
+                    None => {
+                        if let Some(rec) = worker.recording.as_mut() {
                             rec.taint(format!("{} drove the robot, and it cannot be recorded", driver.name()));
                         }
                         release(&mut worker.driving, &mut sim);
                         worker.driving = Some(Driving::new(driver));
+                        continue;
                     }
                 }
-                continue;
             }
             SimCommand::Record(on) => {
                 if on {
@@ -709,7 +697,7 @@ pub fn advance(
             &mut worker.drag,
             &mut worker.drag_prev,
             &mut worker.driving,
-            None,
+            incoming,
         );
         match r {
             Ok(()) => {

@@ -4,7 +4,7 @@
 
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
-use contactlab::app::sim::{SimCommand, SimCommands};
+use contactlab::app::sim::{SimCommand, SimCommands, SimControl, SimHistory, SimWorker};
 use contactlab::app::{core_plugins, CurrentScene};
 use contactlab::scene::Scene;
 use std::path::Path;
@@ -28,4 +28,32 @@ pub fn app(scene: &str) -> App {
 /// Queues a simulation command, as the UI does.
 pub fn push(app: &mut App, c: SimCommand) {
     app.world_mut().resource_mut::<SimCommands>().push(c);
+}
+
+/// Frames until the newest snapshot reaches time `t` (the step task keeps up with manual time
+/// at its own pace: each frame owes 1/60 s, and waits for the batch that is running).
+pub fn run_until(app: &mut App, t: f64) {
+    let now = |app: &App| app.world().resource::<SimHistory>().snapshots.back().map_or(0.0, |s| s.t);
+    for _ in 0..200_000 {
+        app.update();
+        if now(app) >= t {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let c = app.world().resource::<SimControl>();
+    panic!("simulation did not reach t = {t} (at {}, playing {}, message {:?})", now(app), c.playing, c.message);
+}
+
+/// Pauses and runs frames until the step task is idle with no command queued.
+pub fn idle(app: &mut App) {
+    push(app, SimCommand::Pause);
+    for _ in 0..100_000 {
+        app.update();
+        if !app.world().resource::<SimWorker>().busy() && app.world().resource::<SimCommands>().0.is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    panic!("the step task did not finish");
 }
