@@ -68,7 +68,7 @@ fn observation_jacobian_matches_finite_differences_through_integrate() {
     let m = &*task.model;
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let ep = task.sample_episode(&mut rng);
-    let cmd = Command { height: 0.02, rpy: [0.05, -0.08, 0.1], speed: 0.0 };
+    let cmd = Command { height: 0.02, rpy: [0.05, -0.08, 0.1], speed: 0.0, phase: 0.0 };
     let (q, v) = (ep.q0.clone(), ep.v0.clone());
     let no = task.obs_dim();
     let mut o = vec![0.0; no];
@@ -100,7 +100,7 @@ fn smooth_episode(task: &Task) -> Episode {
     Episode {
         q0: task.q_stand.clone(),
         v0: DVector::zeros(task.model.nv),
-        command: Command { height: 0.02, rpy: [0.05, -0.05, 0.03], speed: 0.0 },
+        command: Command { height: 0.02, rpy: [0.05, -0.05, 0.03], speed: 0.0, phase: 0.0 },
         pushes: vec![],
     }
 }
@@ -225,7 +225,7 @@ fn the_shipped_bptt_policy_keeps_the_robot_standing_under_the_pushes() {
     let policy = Policy::load(&path).unwrap();
     policy.check(&task).unwrap();
     assert!(!task.pulls.is_empty(), "the scene ships pushes");
-    for command in [Command::default(), Command { height: 0.03, rpy: [0.0, 0.08, 0.0], speed: 0.0 }] {
+    for command in [Command::default(), Command { height: 0.03, rpy: [0.0, 0.08, 0.0], speed: 0.0, phase: 0.0 }] {
         let (cost, dz, dr, trunk) = closed_loop(&task, Some(&policy), &command);
         let (cost0, dz0, dr0, _) = closed_loop(&task, None, &command);
         eprintln!(

@@ -8,12 +8,14 @@
 //!   simulation with it;
 //! - [`bptt`]: backpropagation through time through the contact simulator's transition
 //!   Jacobians;
+//! - [`gait`]: gait measurements of a walk policy (speed, foot lift, duty factor);
 //! - [`ppo`]: the PPO baseline on the same task and simulator;
 //! - [`report`]: the `train` and `compare-learning` commands' files (CSV, JSON, PNG);
 //! - [`contactnets`]: learning the contact geometry of a tossed cube from real trajectories.
 
 pub mod bptt;
 pub mod contactnets;
+pub mod gait;
 pub mod mlp;
 pub mod policy;
 pub mod ppo;
@@ -24,5 +26,5 @@ pub mod task;
 pub use bptt::{train_bptt, BpttSettings, IterLog, TrainResult, TrainStatus};
 pub use policy::Policy;
 pub use ppo::{train_ppo, PpoSettings};
-pub use settings::{CommandSettings, InitSettings, PushSettings, TaskSettings, TaskWeights};
+pub use settings::{CommandSettings, GaitSettings, InitSettings, PushSettings, TaskSettings, TaskWeights};
 pub use task::{Command, Episode, Task, TaskError, TaskKind};

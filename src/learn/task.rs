@@ -100,6 +100,8 @@ pub struct Command {
     pub rpy: [f64; 3],
     /// Forward speed (m/s, walk).
     pub speed: f64,
+    /// Gait clock phase at the episode's start (rad, walk): `phi(t) = 2 pi f t + phase`.
+    pub phase: f64,
 }
 
 /// One episode's start, command and pushes.
@@ -121,6 +123,22 @@ pub enum TaskError {
     Robot(String),
     #[error(transparent)]
     Settle(#[from] SettleError),
+}
+
+/// A foot of the gait terms (walk; module docs, *Gait*).
+#[derive(Clone, Debug)]
+pub struct Foot {
+    /// Contact point index and its body.
+    pub contact: usize,
+    pub body: usize,
+    /// World height of the contact point in the settled stance (m): foot height is measured
+    /// from it (flat ground).
+    pub z_stand: f64,
+    /// Clock offset of this foot's phase (rad): 0 for one diagonal pair, pi for the other.
+    pub phase_offset: f64,
+    /// Actuator indices of the leg's thigh and calf joints (the trot prior's joints).
+    pub thigh: Option<usize>,
+    pub calf: Option<usize>,
 }
 
 /// A learning task (module docs).
@@ -151,6 +169,8 @@ pub struct Task {
     /// `q` and `v` indices of each actuator's joint (nu each).
     pub act_q: Vec<usize>,
     pub act_v: Vec<usize>,
+    /// The feet (contact points named `*foot`), in contact-point order.
+    pub feet: Vec<Foot>,
 }
 
 impl Task {
@@ -183,7 +203,9 @@ impl Task {
                 (j.idx_q, j.idx_v)
             })
             .unzip();
+        let feet = stance_feet(&model, sim.q.as_slice(), &m0);
         Ok(Task {
+            feet,
             kind,
             steps,
             spec,
@@ -205,7 +227,7 @@ impl Task {
     }
 
     pub fn obs_dim(&self) -> usize {
-        10 + 2 * self.model.nu + if self.kind == TaskKind::Walk { 3 } else { 0 }
+        10 + 2 * self.model.nu + if self.kind == TaskKind::Walk { 3 + self.feet.len() } else { 0 }
     }
 
     pub fn act_dim(&self) -> usize {
@@ -221,6 +243,7 @@ impl Task {
         s.extend(std::iter::repeat_n(2.0, nu));
         if self.kind == TaskKind::Walk {
             s.extend([0.3, 1.0, 1.0]);
+            s.extend(std::iter::repeat_n(0.03, self.feet.len()));
         }
         s
     }
@@ -252,11 +275,27 @@ impl Task {
             o[10 + nu + k] = v[self.act_v[k]];
         }
         let walk = self.kind == TaskKind::Walk;
+        let mut foot_jac = None;
         if walk {
-            let ph = 2.0 * std::f64::consts::PI * self.spec.command.gait_frequency * t;
+            let ph = self.phase(t, c);
             o[10 + 2 * nu] = v[0] - c.speed;
             o[11 + 2 * nu] = ph.sin();
             o[12 + 2 * nu] = ph.cos();
+            let mut data = Data::new(&self.model);
+            crate::dynamics::forward_kinematics(&self.model, &mut data, q, None);
+            let mut rows = jac.is_some().then(|| DMatrix::zeros(self.feet.len(), nv));
+            for (k, f) in self.feet.iter().enumerate() {
+                let cp = &self.model.contact_points[f.contact];
+                let p = data.o_m_i[f.body].act_point(&cp.position);
+                o[13 + 2 * nu + k] = p.z - f.z_stand - self.swing_reference(ph + f.phase_offset);
+                if let Some(rows) = rows.as_mut() {
+                    point_jacobian(&self.model, &data.o_m_i, f.body, &p, &mut data.jac3);
+                    for i in 0..nv {
+                        rows[(k, i)] = data.jac3[(2, i)];
+                    }
+                }
+            }
+            foot_jac = rows;
         }
         if let Some(j) = jac {
             j.fill(0.0);
@@ -279,7 +318,25 @@ impl Task {
             if walk {
                 j[(10 + 2 * nu, nv)] = 1.0;
             }
+            if let Some(rows) = foot_jac {
+                for k in 0..self.feet.len() {
+                    for i in 0..nv {
+                        j[(13 + 2 * nu + k, i)] = rows[(k, i)];
+                    }
+                }
+            }
         }
+    }
+
+    /// Gait clock phase at time `t` of an episode with command `c` (rad).
+    pub fn phase(&self, t: f64, c: &Command) -> f64 {
+        2.0 * std::f64::consts::PI * self.spec.command.gait_frequency * t + c.phase
+    }
+
+    /// Reference foot height (m) at foot phase `phi`: `swing_height max(0, sin phi)` (swing
+    /// while `sin phi > 0`, stance otherwise).
+    pub fn swing_reference(&self, phi: f64) -> f64 {
+        self.spec.gait.swing_height * phi.sin().max(0.0)
     }
 
     /// Per-step cost `c(o, a)` (module docs); adds `dc/do` and `dc/da` scaled by `scale` to the
@@ -295,6 +352,7 @@ impl Task {
         ow[10 + nu..10 + 2 * nu].fill(w.joint_velocity);
         if self.kind == TaskKind::Walk {
             ow[10 + 2 * nu] = w.speed;
+            ow[13 + 2 * nu..].fill(w.foot_height);
         }
         let mut c = 0.0;
         for i in 0..o.len() {
@@ -314,10 +372,25 @@ impl Task {
         c
     }
 
-    /// Joint targets (nu) of an action.
-    pub fn targets(&self, a: &[f64], out: &mut [f64]) {
+    /// Joint targets (nu) of an action at time `t` of an episode with command `c`: the
+    /// posture, plus the trot prior (walk, module docs), plus the scaled, clamped action.
+    pub fn targets(&self, a: &[f64], t: f64, c: &Command, out: &mut [f64]) {
         for k in 0..self.model.nu {
             out[k] = self.posture[k] + self.spec.action_scale * a[k].clamp(-ACTION_LIMIT, ACTION_LIMIT);
+        }
+        let g = &self.spec.gait;
+        if self.kind == TaskKind::Walk && (g.prior_lift > 0.0 || g.prior_stride > 0.0) {
+            let ph = self.phase(t, c);
+            for f in &self.feet {
+                let phi = ph + f.phase_offset;
+                let lift = g.prior_lift * phi.sin().max(0.0);
+                if let Some(i) = f.thigh {
+                    out[i] += lift + g.prior_stride * c.speed * phi.cos();
+                }
+                if let Some(i) = f.calf {
+                    out[i] -= 2.0 * lift;
+                }
+            }
         }
     }
 
@@ -347,8 +420,13 @@ impl Task {
                 height: u(rng, sp.command.height),
                 rpy: [u(rng, sp.command.rpy[0]), u(rng, sp.command.rpy[1]), u(rng, sp.command.rpy[2])],
                 speed: 0.0,
+                phase: 0.0,
             },
-            TaskKind::Walk => Command { speed: uab(rng, sp.command.speed), ..Default::default() },
+            TaskKind::Walk => {
+                let speed = uab(rng, sp.command.speed);
+                let phase = if sp.gait.random_phase { rng.random_range(0.0..2.0 * std::f64::consts::PI) } else { 0.0 };
+                Command { speed, phase, ..Default::default() }
+            }
         };
         let mut pushes = Vec::new();
         if rng.random_range(0.0..1.0) < sp.push.probability {
@@ -555,7 +633,7 @@ impl Env {
     pub fn step(&mut self, task: &Task, a: &[f64], jac: Option<JacobianRequest>) -> Option<StepReport> {
         let m = &*task.model;
         let (nv, h) = (m.nv, task.settings.dt);
-        task.targets(a, &mut self.targets);
+        task.targets(a, self.t, &self.command, &mut self.targets);
         // The scene's PD (identical to sim::Controller::JointPd with these targets).
         for k in 0..m.nu {
             let (iq, iv) = (task.act_q[k], task.act_v[k]);
@@ -666,4 +744,41 @@ impl Env {
             .enumerate()
             .any(|(i, c)| !c.name.ends_with("foot") && self.ws.lambda[3 * i] > 1e-6)
     }
+}
+
+/// The feet of a model (contact points named `*foot`) in the stance `q` (base placement `base`):
+/// their stance heights, trot phase offsets (0 for the front-left/rear-right diagonal, pi for
+/// the other, by the sign of the foot's forward times lateral offset in the base frame) and the
+/// actuators of their legs' `*_thigh_joint` and `*_calf_joint`.
+fn stance_feet(model: &Model, q: &[f64], base: &crate::spatial::Se3) -> Vec<Foot> {
+    let mut data = Data::new(model);
+    crate::dynamics::forward_kinematics(model, &mut data, q, None);
+    let actuator = |body: usize, suffix: &str| {
+        model.supports[body].iter().find_map(|&j| {
+            let joint = &model.joints[j];
+            if joint.name.ends_with(suffix) {
+                model.actuated_dofs.iter().position(|&d| d == joint.idx_v)
+            } else {
+                None
+            }
+        })
+    };
+    model
+        .contact_points
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.name.ends_with("foot"))
+        .map(|(i, c)| {
+            let p = data.o_m_i[c.body].act_point(&c.position);
+            let local = base.rot.transpose() * (p - base.trans);
+            Foot {
+                contact: i,
+                body: c.body,
+                z_stand: p.z,
+                phase_offset: if local.x * local.y >= 0.0 { 0.0 } else { std::f64::consts::PI },
+                thigh: actuator(c.body, "_thigh_joint"),
+                calf: actuator(c.body, "_calf_joint"),
+            }
+        })
+        .collect()
 }
