@@ -153,11 +153,15 @@ pub struct GaitSettings {
     pub prior_stride: f64,
     /// Start each episode at a uniformly random clock phase \[false\].
     pub random_phase: bool,
+    /// Fraction of the commanded speed added to the start's forward base velocity \[0\] (so
+    /// short episodes also see the robot already moving).
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub start_speed: f64,
 }
 
 impl Default for GaitSettings {
     fn default() -> Self {
-        Self { swing_height: 0.0, prior_lift: 0.0, prior_stride: 0.0, random_phase: false }
+        Self { swing_height: 0.0, prior_lift: 0.0, prior_stride: 0.0, random_phase: false, start_speed: 0.0 }
     }
 }
 
@@ -267,6 +271,7 @@ impl TaskSettings {
             .non_negative("gait.swing_height", self.gait.swing_height)
             .non_negative("gait.prior_lift", self.gait.prior_lift)
             .non_negative("gait.prior_stride", self.gait.prior_stride)
+            .non_negative("gait.start_speed", self.gait.start_speed)
             .positive("kappa", self.kappa)
             .non_negative("delta", self.delta)
             .finish()

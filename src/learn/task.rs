@@ -425,6 +425,7 @@ impl Task {
             TaskKind::Walk => {
                 let speed = uab(rng, sp.command.speed);
                 let phase = if sp.gait.random_phase { rng.random_range(0.0..2.0 * std::f64::consts::PI) } else { 0.0 };
+                v0[0] += sp.gait.start_speed * speed;
                 Command { speed, phase, ..Default::default() }
             }
         };
