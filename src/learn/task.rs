@@ -19,20 +19,37 @@
 //! # Commands
 //! * `stand`: base height `z* = z_s + dz` and orientation `R* = Rz(yaw) Ry(pitch) Rx(roll) R_s`
 //!   with `dz ~ U(-height, height)` and each angle `U(-rpy_i, rpy_i)`.
-//! * `walk`: forward speed `s* ~ U(speed)` (body `x`), with `z* = z_s`, `R* = R_s`.
+//! * `walk`: forward speed `s* ~ U(speed)` (body `x`), with `z* = z_s`, `R* = R_s`, and a
+//!   clock phase `phi_0` (0, or `U(0, 2 pi)` with `gait.random_phase`); with
+//!   `gait.start_speed = g` the start's forward base velocity gets `+ g s*`.
 //!
-//! # Observation `o(x, t)` (34 entries for stand, 37 for walk)
+//! # Gait (walk; `learn.gait`, all off by default)
+//! A trot clock `phi(t) = 2 pi f t + phi_0` (`f` = `command.gait_frequency`); foot `k` runs at
+//! `phi_k = phi + off_k`, `off_k = 0` for the front-left/rear-right diagonal and `pi` for the
+//! other (by the sign of the foot's forward times lateral offset in the settled stance). Foot
+//! `k` swings while `sin phi_k > 0`. Its reference height above its settled-stance height is
+//! `z_ref,k = swing_height max(0, sin phi_k)` (zero in stance). The **trot prior** adds to the
+//! PD targets, per leg, `thigh += l_k + stride s* cos phi_k`, `calf -= 2 l_k` with
+//! `l_k = prior_lift max(0, sin phi_k)`: the lift flexes the leg so the foot rises straight up
+//! from the stance posture, the stride swings the foot forward during swing and back during
+//! stance, proportionally to the command. It depends on time and command only, so
+//! `du/da` and `du/dx` are unchanged; `a = 0` is the scene's PD plus the prior.
+//!
+//! # Observation `o(x, t)` (34 entries for stand, 41 for walk)
 //! ```text
 //! [ z - z*,  r = log3(R*^T R),  v_lin (body),  omega (body),  q_j - q_j,nom (12),  qd_j (12),
-//!   (walk:) v_x - s*,  sin(2 pi f t),  cos(2 pi f t) ]
+//!   (walk:) v_x - s*,  sin phi,  cos phi,  e_k = z_k(q) - z_k,stand - z_ref,k(phi_k) (4 feet) ]
 //! ```
 //! Its tangent Jacobian `O = do/dx` (x = [dq; dv], 2nv) is analytic: `dz/d dq_lin = R_(2,:)`
 //! (`p+ = p + R dq_lin`), `dr/d dtheta = J_r^-1(r)` (right perturbation `R exp(dtheta)`), the
-//! velocity and joint entries are identities, the clock has none. The networks see
-//! `n = (o - mean) / std`, with the normalization saved in the policy file.
+//! velocity and joint entries are identities, the clock has none, and a foot's row is the
+//! world `z` row of its point Jacobian (`dynamics::point_jacobian`, whose free-flyer columns
+//! are the tangent directions of `integrate`). The networks see `n = (o - mean) / std`, with
+//! the normalization saved in the policy file.
 //!
 //! # Action
-//! `a` (nu = 12) sets PD joint targets `r = q_nom + sigma clamp(a, -3, 3)` (`sigma` =
+//! `a` (nu = 12) sets PD joint targets `r = q_nom + sigma clamp(a, -3, 3)` (+ walk's trot
+//! prior, *Gait*) (`sigma` =
 //! `action_scale`, rad), and the scene's PD gives the explicit torque
 //! `u = kp (r - q) - (kd + h kp) qd` with implicit damping `kd + h kp` (`sim::Controller`,
 //! MuJoCo-style), clamped to the effort limit (a clamped joint has no implicit term and no
@@ -43,7 +60,7 @@
 //! # Cost (per step, of the transition `x_t -> x_{t+1}` under `a_t`), return = -sum of costs
 //! ```text
 //! c_t = w_h (z - z*)^2 + w_o |r|^2 + w_v |v_lin|^2 + w_w |omega|^2 + w_qd |qd|^2   at x_{t+1}
-//!     + w_a |a_t|^2  (+ walk: w_s (v_x - s*)^2)
+//!     + w_a |a_t|^2  (+ walk: w_s (v_x - s*)^2 + w_f sum_k e_k^2)
 //! ```
 //! It is a function of the observation and the action, so `dc/dx = O^T dc/do`.
 //!
