@@ -165,6 +165,25 @@ impl Default for GaitSettings {
     }
 }
 
+/// BPTT's training configuration for the task (`learn::bptt`); the command line overrides it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BpttTaskSettings {
+    /// Rollouts per iteration \[16\].
+    pub batch: usize,
+    /// Adam learning rate [1e-3].
+    #[serde(deserialize_with = "crate::validate::positive")]
+    pub lr: f64,
+    /// Simulated-step budget of `train bptt` and `compare-learning` [100 000].
+    pub steps: usize,
+}
+
+impl Default for BpttTaskSettings {
+    fn default() -> Self {
+        Self { batch: 16, lr: 1e-3, steps: 100_000 }
+    }
+}
+
 /// A policy-learning task (DESIGN 6; [`super::task`]). The simulation's `dt` is the control
 /// period and simulation step; its `JointPd` gains turn actions (joint targets) into torques;
 /// its pulls are the shipped pushes of the standing check. A scene's `learn` section is this
@@ -201,6 +220,9 @@ pub struct TaskSettings {
     /// Gait shaping (walk) \[off\].
     #[serde(default)]
     pub gait: GaitSettings,
+    /// BPTT's batch, learning rate and step budget \[16, 1e-3, 100 000\].
+    #[serde(default)]
+    pub bptt: BpttTaskSettings,
     /// BPTT's contact sensitivity `exact`, `signorini` or `relaxed` \[relaxed\], its relaxation
     /// (N s m/s) [`crate::diff::DEFAULT_KAPPA`] and normal shift (m/s)
     /// [`crate::diff::DEFAULT_DELTA`]; the command line overrides them.
@@ -227,6 +249,7 @@ impl Default for TaskSettings {
             push: PushSettings::default(),
             weights: TaskWeights::default(),
             gait: GaitSettings::default(),
+            bptt: BpttTaskSettings::default(),
             sensitivity: SensitivityKind::default(),
             kappa: crate::diff::DEFAULT_KAPPA,
             delta: crate::diff::DEFAULT_DELTA,
@@ -272,6 +295,9 @@ impl TaskSettings {
             .non_negative("gait.prior_lift", self.gait.prior_lift)
             .non_negative("gait.prior_stride", self.gait.prior_stride)
             .non_negative("gait.start_speed", self.gait.start_speed)
+            .count("bptt.batch", self.bptt.batch, 1, 1 << 20)
+            .positive("bptt.lr", self.bptt.lr)
+            .count("bptt.steps", self.bptt.steps, 1, usize::MAX)
             .positive("kappa", self.kappa)
             .non_negative("delta", self.delta)
             .finish()
