@@ -8,7 +8,8 @@
 //!   simulation with it;
 //! - [`bptt`]: backpropagation through time through the contact simulator's transition
 //!   Jacobians;
-//! - [`gait`]: gait measurements of a walk policy (speed, foot lift, duty factor);
+//! - [`gait`]: gait measurements of a walk policy (speed, foot lift, duty factor, footfalls,
+//!   cost of transport, push survival);
 //! - [`ppo`]: the PPO baseline on the same task and simulator;
 //! - [`report`]: the `train` and `compare-learning` commands' files (CSV, JSON, PNG);
 //! - [`contactnets`]: learning the contact geometry of a tossed cube from real trajectories.
@@ -26,5 +27,7 @@ pub mod task;
 pub use bptt::{train_bptt, BpttSettings, IterLog, TrainResult, TrainStatus};
 pub use policy::Policy;
 pub use ppo::{train_ppo, PpoSettings};
-pub use settings::{CommandSettings, GaitSettings, InitSettings, PushSettings, TaskSettings, TaskWeights};
+pub use settings::{
+    BpttTaskSettings, CommandSettings, GaitSettings, InitSettings, PushSettings, TaskSettings, TaskWeights,
+};
 pub use task::{Command, Episode, Task, TaskError, TaskKind};
