@@ -10,6 +10,8 @@
 //!   Jacobians;
 //! - [`gait`]: gait measurements of a walk policy (speed, foot lift, duty factor, footfalls,
 //!   cost of transport, push survival);
+//! - [`grad_stats`]: BPTT's policy gradient norm and variance against the rollout length, and
+//!   the contact changes along the rollouts;
 //! - [`ppo`]: the PPO baseline on the same task and simulator;
 //! - [`report`]: the `train` and `compare-learning` commands' files (CSV, JSON, PNG);
 //! - [`contactnets`]: learning the contact geometry of a tossed cube from real trajectories.
@@ -17,6 +19,7 @@
 pub mod bptt;
 pub mod contactnets;
 pub mod gait;
+pub mod grad_stats;
 pub mod mlp;
 pub mod policy;
 pub mod ppo;
