@@ -117,3 +117,39 @@ fn gait_measurements_of_the_standing_pd_see_no_lift() {
     assert!(s.duty_min.iter().all(|&d| d > 0.95), "{s:?}");
     assert_eq!(s.walking, 0);
 }
+
+#[test]
+fn a_short_walk_bptt_run_improves_the_return() {
+    let task = walk_task();
+    let mut cfg = contactlab::learn::bptt::BpttSettings::for_task(&task);
+    // The scene's BPTT settings, a few iterations of a smaller batch.
+    assert_eq!((cfg.batch, cfg.lr, cfg.sim_steps), (32, 5e-4, 150_000));
+    cfg.batch = 8;
+    cfg.lr = 3e-3;
+    cfg.sim_steps = 5 * cfg.batch * task.steps;
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let r = contactlab::learn::bptt::train_bptt(&task, &cfg, &cancel, |_, _| {});
+    let first = r.logs[0].eval_return;
+    eprintln!("walk evaluation return {first:.3} -> {:.3}", r.final_return);
+    assert!(r.final_return > 0.8 * first, "return did not improve by 20 %: {first} -> {}", r.final_return);
+    assert!(r.logs.iter().all(|l| l.failed_rollouts == 0));
+}
+
+#[test]
+fn the_shipped_walk_policy_keeps_its_commanded_speed_for_three_seconds() {
+    // assets/policies/walk_bptt_relaxed.json: compare-learning's seed-0 relaxed BPTT policy
+    // (docs/results/learning/walk). Six evaluation episodes (random starts and clock phases),
+    // 0.4 m/s commanded, 3 s (six times its training episodes).
+    let task = walk_task();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/policies/walk_bptt_relaxed.json");
+    let policy = contactlab::learn::Policy::load(&path).unwrap();
+    policy.check(&task).unwrap();
+    let mut eps = task.eval_episodes();
+    eps.truncate(6);
+    let steps = (3.0 / task.settings.dt).round() as usize;
+    for e in measure(&task, Some(&policy), &eps, steps, Some(0.4)) {
+        eprintln!("speed {:.3} m/s, duty {:?}, lift {:?}", e.speed, e.duty, e.min_lift);
+        assert!(!e.failed && e.trunk_contact_steps == 0, "{e:?}");
+        assert!((e.speed / 0.4 - 1.0).abs() < 0.3, "speed {} m/s against 0.4 commanded", e.speed);
+    }
+}
