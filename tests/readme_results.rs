@@ -318,6 +318,7 @@ fn the_walk_tables_and_numbers_are_the_committed_results() {
     let c = json(&dir.join("comparison.json"));
     let has = |s: String| assert!(readme.contains(&s), "README lacks `{s}`");
     has(format!("({:.3})", f(&c["levels"], "ninety")));
+    has(format!("(it stands still, {:.1})", f(&c, "target_return")));
     let rows = c["rows"].as_array().unwrap();
     let row = |name: &str| rows.iter().find(|r| r["algorithm"] == name).unwrap();
     let (ppo, relaxed) = (row("ppo"), row("bptt-relaxed"));

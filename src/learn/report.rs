@@ -7,7 +7,10 @@
 //! `DIR/policy.json` (the final policy) and `DIR/summary.json` (`final_return`, `sim_steps`,
 //! `seconds`, `target_return`, `steps_to_target`, ...). `compare-learning` runs several seeds of
 //! each learner into `DIR/<algorithm>/seed<S>/` (a run whose `summary.json` exists is reused),
-//! then writes `DIR/comparison.md`, `DIR/comparison.json` and `DIR/learning.png`.
+//! then writes `DIR/comparison.md`, `DIR/comparison.json` and `DIR/learning.png`. On a walk
+//! task it first evaluates every run's final policy (`DIR/<algorithm>/seed<S>/walk.json`,
+//! [`super::gait::evaluate_walk`] at [`WALK_EVAL_SPEED`] for [`WALK_EVAL_SECONDS`]) and the table
+//! is [`walk_table`]'s.
 
 use super::bptt::{train_bptt, BpttSettings, IterLog, TrainResult};
 use super::ppo::{train_ppo, PpoSettings};
