@@ -607,7 +607,10 @@ pub fn compare(task: &Task, s: &CompareSettings, out: &Path) -> Result<(Vec<Comp
             .into();
     }
     write_atomic(&out.join("comparison.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
-    crate::io::write_atomic_with(&out.join("learning.png"), |tmp| learning_png(&curves, target, tmp))?;
+    // The stand task's target (the scene's PD told the inverse kinematics) means nothing for
+    // walking: the walk plot has none.
+    let plot_target = if task.kind == super::task::TaskKind::Walk { f64::NAN } else { target };
+    crate::io::write_atomic_with(&out.join("learning.png"), |tmp| learning_png(&curves, plot_target, tmp))?;
     Ok((rows, table))
 }
 
