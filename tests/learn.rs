@@ -68,7 +68,7 @@ fn observation_jacobian_matches_finite_differences_through_integrate() {
     let m = &*task.model;
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let ep = task.sample_episode(&mut rng);
-    let cmd = Command { height: 0.02, rpy: [0.05, -0.08, 0.1], speed: 0.0 };
+    let cmd = Command { height: 0.02, rpy: [0.05, -0.08, 0.1], speed: 0.0, phase: 0.0 };
     let (q, v) = (ep.q0.clone(), ep.v0.clone());
     let no = task.obs_dim();
     let mut o = vec![0.0; no];
@@ -100,7 +100,7 @@ fn smooth_episode(task: &Task) -> Episode {
     Episode {
         q0: task.q_stand.clone(),
         v0: DVector::zeros(task.model.nv),
-        command: Command { height: 0.02, rpy: [0.05, -0.05, 0.03], speed: 0.0 },
+        command: Command { height: 0.02, rpy: [0.05, -0.05, 0.03], speed: 0.0, phase: 0.0 },
         pushes: vec![],
     }
 }
@@ -225,7 +225,7 @@ fn the_shipped_bptt_policy_keeps_the_robot_standing_under_the_pushes() {
     let policy = Policy::load(&path).unwrap();
     policy.check(&task).unwrap();
     assert!(!task.pulls.is_empty(), "the scene ships pushes");
-    for command in [Command::default(), Command { height: 0.03, rpy: [0.0, 0.08, 0.0], speed: 0.0 }] {
+    for command in [Command::default(), Command { height: 0.03, rpy: [0.0, 0.08, 0.0], speed: 0.0, phase: 0.0 }] {
         let (cost, dz, dr, trunk) = closed_loop(&task, Some(&policy), &command);
         let (cost0, dz0, dr0, _) = closed_loop(&task, None, &command);
         eprintln!(
@@ -380,4 +380,28 @@ fn bad_learn_sections_give_located_errors() {
     assert!(e.starts_with("scenes/bad.ron:13:") && e.contains("learn"), "{e}");
     let e = scene_err(&LEARN.replace("controller: JointPd", "// controller: JointPd"));
     assert!(e.contains("learn") && e.contains("JointPd"), "{e}");
+    // BPTT's settings: a bad learning rate at its line, a zero batch by its field.
+    let bptt =
+        |b: &str| LEARN.replace("sensitivity: \"relaxed\",", &format!("sensitivity: \"relaxed\",\n        bptt: {b},"));
+    Scene::from_str(&bptt("(batch: 32, lr: 5e-4, steps: 150000)"), Path::new("scenes/good.ron")).unwrap();
+    let e = scene_err(&bptt("(lr: -1.0)"));
+    assert!(e.starts_with("scenes/bad.ron:15:") && e.contains("learn.bptt.lr") && e.contains("(0, inf)"), "{e}");
+    let e = scene_err(&bptt("(batch: 0)"));
+    assert!(e.contains("learn.bptt.batch") && e.contains("out of range"), "{e}");
+    let e = scene_err(&bptt("(batches: 4)"));
+    assert!(e.starts_with("scenes/bad.ron:15:") && e.contains("learn.bptt"), "{e}");
+}
+
+#[test]
+fn bptt_settings_default_to_the_stand_task_values_unless_the_scene_sets_them() {
+    // learn_stand.ron sets none (its shipped policy was trained with these), learn_walk.ron
+    // all three.
+    let cfg = bptt::BpttSettings::for_task(&stand_task());
+    let d = bptt::BpttSettings::default();
+    assert_eq!((cfg.batch, cfg.lr, cfg.sim_steps), (d.batch, d.lr, d.sim_steps));
+    assert_eq!((d.batch, d.lr, d.sim_steps), (16, 1e-3, 100_000));
+    let sc = Scene::load(&root().join("scenes/learn_walk.ron")).unwrap();
+    let walk = sc.task(sc.learn_settings().unwrap()).unwrap();
+    let cfg = bptt::BpttSettings::for_task(&walk);
+    assert_eq!((cfg.batch, cfg.lr, cfg.sim_steps), (32, 5e-4, 150_000));
 }

@@ -329,3 +329,132 @@ fn the_frame_cost_table_is_the_committed_files() {
     }
     assert!(n >= 8, "{n} frame-cost files");
 }
+
+/// The walk comparison (issue 18): the README's rows are the committed `comparison.md`s of the
+/// reporting seeds, the tuning seeds and go1, and the numbers its text quotes are those files'.
+#[test]
+fn the_walk_tables_and_numbers_are_the_committed_results() {
+    assert_eq!(rows_in_readme("docs/results/learning/walk/comparison.md"), 5);
+    assert_eq!(rows_in_readme("docs/results/learning/walk_tuning/comparison.md"), 2);
+    assert_eq!(rows_in_readme("docs/results/learning/walk_go1/comparison.md"), 2);
+    let readme = readme();
+    let dir = root().join("docs/results/learning/walk");
+    let c = json(&dir.join("comparison.json"));
+    let has = |s: String| assert!(readme.contains(&s), "README lacks `{s}`");
+    has(format!("({:.3})", f(&c["levels"], "ninety")));
+    has(format!("(it stands still, {:.1})", f(&c, "target_return")));
+    let rows = c["rows"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["algorithm"] == name).unwrap();
+    let (ppo, relaxed) = (row("ppo"), row("bptt-relaxed"));
+    has(format!("{:.1}x sooner than PPO in simulated steps", f(ppo, "steps_to_90") / f(relaxed, "steps_to_90")));
+    has(format!("{:.1}x sooner in\n  wall time", f(ppo, "seconds_to_90") / f(relaxed, "seconds_to_90")));
+    has(format!("{:.1}x BPTT's samples", f(ppo, "sim_steps") / f(relaxed, "sim_steps")));
+    // Per-run numbers.
+    let walks = c["walk"].as_array().unwrap();
+    let bptt: Vec<&Value> = walks.iter().filter(|w| w["algorithm"] != "ppo").map(|w| &w["walk"]).collect();
+    let fold = |v: &[f64], min: bool| {
+        v.iter()
+            .copied()
+            .fold(if min { f64::INFINITY } else { f64::NEG_INFINITY }, if min { f64::min } else { f64::max })
+    };
+    let lifts: Vec<f64> =
+        bptt.iter().flat_map(|w| w["min_lift"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap())).collect();
+    has(format!("at least {:.3} m in every cycle", fold(&lifts, true)));
+    let duty: Vec<f64> =
+        bptt.iter().flat_map(|w| w["duty_mean"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap())).collect();
+    has(format!("duty factors {:.2}-{:.2}", fold(&duty, true), fold(&duty, false)));
+    let slow: Vec<f64> = bptt.iter().filter(|w| w["walks"] == false).map(|w| f(w, "speed_mean")).collect();
+    assert_eq!(slow.len(), 6, "seeds 1 and 2 of three sensitivities");
+    has(format!("mean speed is {:.3}-{:.3} m/s", fold(&slow, true), fold(&slow, false)));
+    let ppo_fail: Vec<&Value> =
+        walks.iter().filter(|w| w["algorithm"] == "ppo" && w["walk"]["walks"] == false).collect();
+    assert_eq!(ppo_fail.len(), 1);
+    let l: Vec<f64> = ppo_fail[0]["walk"]["min_lift"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    has(format!("smallest per-cycle lift {:.4} m", fold(&l, true)));
+    let runs = c["runs"].as_array().unwrap();
+    let secs: Vec<f64> = runs.iter().filter(|r| r["algorithm"] == "ppo").map(|r| f(r, "seconds")).collect();
+    has(format!("PPO's wall times ({:.1}-{:.1} s per run)", fold(&secs, true), fold(&secs, false)));
+    has(format!("took {:.1}-{:.1} s", fold(&secs[2..], true), fold(&secs[2..], false)));
+    let lost: Vec<f64> = runs
+        .iter()
+        .filter(|r| r["algorithm"] == "ppo")
+        .map(|r| r["failed_rollouts"].as_u64().unwrap() as f64)
+        .collect();
+    has(format!("PPO lost {}-{} of its", fold(&lost, true), fold(&lost, false)));
+    assert!(runs
+        .iter()
+        .filter(|r| r["algorithm"] != "ppo")
+        .all(|r| r["failed_rollouts"] == 0 && r["fallback_steps"] == 0));
+    has(format!("{:.3} m/s\nat 0.4 m/s commanded", f(&json(&dir.join("prior_summary.json")), "speed_mean")));
+    // The gradient measurements.
+    let g = json(&dir.join("gradients.json"));
+    let ms = g["measurements"].as_array().unwrap();
+    let stats: Vec<&Value> = ms.iter().flat_map(|m| m["stats"].as_array().unwrap()).collect();
+    let contacts: Vec<&Value> = ms.iter().flat_map(|m| m["contacts"].as_array().unwrap()).collect();
+    let cos = |s: &str| {
+        let v: Vec<f64> = stats.iter().filter(|x| x["sensitivity"] == s).map(|x| f(x, "cosine_to_reference")).collect();
+        fold(&v, true)
+    };
+    has(format!("at least {:.3}", cos("relaxed")));
+    has(format!("(Signorini: {:.3})", cos("signorini")));
+    let frac = |k: &str| contacts.iter().map(|c| f(c, k)).collect::<Vec<_>>();
+    let (set, modes) = (frac("contact_change_fraction"), frac("mode_change_fraction"));
+    has(format!("touches\n  down in {:.3}-{:.3} of the steps", fold(&set, true), fold(&set, false)));
+    has(format!("in {:.3}-{:.3} of them", fold(&modes, true), fold(&modes, false)));
+    let at = |policy: &str, s: &str, t: u64| -> &Value {
+        let m = ms.iter().find(|m| m["policy"] == policy).unwrap();
+        m["stats"].as_array().unwrap().iter().find(|x| x["sensitivity"] == s && x["rollout_steps"] == t).unwrap()
+    };
+    let mut ratios = Vec::new();
+    for m in ms {
+        for x in m["stats"].as_array().unwrap().iter().filter(|x| x["sensitivity"] == "relaxed") {
+            let t = x["rollout_steps"].as_u64().unwrap();
+            ratios.push(f(x, "variance") / f(at(m["policy"].as_str().unwrap(), "exact", t), "variance"));
+        }
+    }
+    has(format!("{:.3}-{:.3} of the exact one's", fold(&ratios, true), fold(&ratios, false)));
+    let (i50, t50) = (at("initial", "exact", 50), at("trained", "exact", 50));
+    has(format!(
+        "(batch gradient norm {:.3}, per-rollout spread\n  {:.2} at 50 steps",
+        f(i50, "batch_gradient_norm"),
+        f(i50, "variance").sqrt()
+    ));
+    has(format!("the batch gradient ({:.3} at 50 steps)", f(t50, "batch_gradient_norm")));
+    has(format!(
+        "(per-rollout spread {:.2}, so sqrt(variance / 32) =\n  {:.2}",
+        f(t50, "variance").sqrt(),
+        (f(t50, "variance") / 32.0).sqrt()
+    ));
+    // go1.
+    let go1 = json(&root().join("docs/results/learning/walk_go1/comparison.json"));
+    let gr = go1["runs"].as_array().unwrap();
+    let best: Vec<f64> = gr.iter().map(|r| f(r, "best_return")).collect();
+    let fin: Vec<f64> = gr.iter().map(|r| f(r, "final_return")).collect();
+    has(format!("(best\n{:.1} to {:.1}", fold(&best, true), fold(&best, false)));
+    has(format!("(final {:.1} to {:.1})", fold(&fin, true), fold(&fin, false)));
+}
+
+/// The long walk run on tuning seed 100 the README quotes: its peak, its end and the gradient
+/// spikes, from its committed `progress.csv` and `summary.json`.
+#[test]
+fn the_long_walk_run_numbers_are_the_committed_run() {
+    let dir = root().join("docs/results/learning/walk_tuning/long_seed100");
+    let text = std::fs::read_to_string(dir.join("progress.csv")).unwrap();
+    let rows: Vec<Vec<f64>> =
+        text.lines().skip(1).map(|l| l.split(',').map(|x| x.parse().unwrap_or(f64::NAN)).collect()).collect();
+    let best = rows.iter().filter(|r| r[3].is_finite()).max_by(|a, b| a[3].total_cmp(&b[3])).unwrap();
+    let spike = |lo: f64, hi: f64| rows.iter().filter(|r| r[1] >= lo && r[1] < hi).map(|r| r[6]).fold(0.0, f64::max);
+    let s = json(&dir.join("summary.json"));
+    let readme = readme();
+    for needle in [
+        format!("peaks at {:.3}\n  after {} steps", best[3], best[1]),
+        format!("(-{:.3} at the end)", -f(&s, "final_return")),
+        format!(
+            "spikes to {:.1e} between 200 000 and\n  300 000 steps and to {:.1e} after",
+            spike(2e5, 3e5),
+            spike(3e5, 1e9)
+        ),
+    ] {
+        assert!(readme.contains(&needle), "README lacks `{needle}`");
+    }
+}

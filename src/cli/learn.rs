@@ -3,8 +3,8 @@
 
 use super::list;
 use anyhow::{bail, Context, Result};
+use contactlab::learn::report::DEFAULT_PPO_STEPS;
 use contactlab::learn::report::{compare as compare_learners, run_train, Algorithm, CompareSettings};
-use contactlab::learn::report::{DEFAULT_BPTT_STEPS, DEFAULT_PPO_STEPS};
 use contactlab::scene::Scene;
 use std::path::Path;
 
@@ -26,7 +26,7 @@ pub fn train(
         ("ppo", Some(_)) => bail!("--sensitivity applies to bptt only"),
         (a, _) => bail!("unknown learner `{a}`: expected bptt or ppo"),
     };
-    let steps = steps.unwrap_or(if algo == Algorithm::Ppo { DEFAULT_PPO_STEPS } else { DEFAULT_BPTT_STEPS });
+    let steps = steps.unwrap_or(if algo == Algorithm::Ppo { DEFAULT_PPO_STEPS } else { task.spec.bptt.steps });
     if steps == 0 {
         bail!("--steps must be at least 1");
     }
@@ -63,12 +63,13 @@ pub fn compare(
     scene: &Path,
     seeds: &str,
     algorithms: &str,
-    bptt_steps: usize,
+    bptt_steps: Option<usize>,
     ppo_steps: usize,
     out: &Path,
 ) -> Result<()> {
     let sc = Scene::load(scene)?;
     let task = sc.task(sc.learn_settings()?)?;
+    let bptt_steps = bptt_steps.unwrap_or(task.spec.bptt.steps);
     let settings = CompareSettings {
         seeds: list(seeds, "seeds")?,
         algorithms: algorithms.split(',').map(|s| s.trim().to_string()).collect(),

@@ -197,16 +197,18 @@ enum Command {
         scene: PathBuf,
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Simulated-step budget (default: 100000 for bptt, 1000000 for ppo).
+        /// Simulated-step budget (default: the scene's learn.bptt.steps, 100000 unless set, for
+        /// bptt; 1000000 for ppo).
         #[arg(long)]
         steps: Option<usize>,
         /// BPTT's contact sensitivity: exact, signorini or relaxed (default: the scene's).
         #[arg(long)]
         sensitivity: Option<String>,
-        /// Adam learning rate (default: 1e-3 for bptt, 3e-4 for ppo).
+        /// Adam learning rate (default: the scene's learn.bptt.lr, 1e-3 unless set, for bptt;
+        /// 3e-4 for ppo).
         #[arg(long)]
         lr: Option<f64>,
-        /// BPTT rollouts per iteration (default 16).
+        /// BPTT rollouts per iteration (default: the scene's learn.bptt.batch, 16 unless set).
         #[arg(long)]
         batch: Option<usize>,
         /// Output directory.
@@ -226,9 +228,9 @@ enum Command {
         /// Comma-separated learners.
         #[arg(long, default_value = "bptt-relaxed,bptt-exact,ppo")]
         algorithms: String,
-        /// Simulated-step budget of each BPTT run.
-        #[arg(long, default_value_t = 100_000)]
-        bptt_steps: usize,
+        /// Simulated-step budget of each BPTT run (default: the scene's learn.bptt.steps).
+        #[arg(long)]
+        bptt_steps: Option<usize>,
         /// Simulated-step budget of each PPO run.
         #[arg(long, default_value_t = 1_000_000)]
         ppo_steps: usize,

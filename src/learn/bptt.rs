@@ -72,9 +72,12 @@ impl BpttSettings {
             .finish()
     }
 
-    /// The defaults with the task's network and sensitivity.
+    /// The defaults with the task's network, sensitivity, batch, learning rate and budget.
     pub fn for_task(task: &Task) -> Self {
         Self {
+            sim_steps: task.spec.bptt.steps,
+            batch: task.spec.bptt.batch,
+            lr: task.spec.bptt.lr,
             sensitivity: task.spec.sensitivity(),
             hidden: task.spec.hidden.clone(),
             activation: task.spec.activation.parse().unwrap_or_default(),

@@ -8,12 +8,18 @@
 //!   simulation with it;
 //! - [`bptt`]: backpropagation through time through the contact simulator's transition
 //!   Jacobians;
+//! - [`gait`]: gait measurements of a walk policy (speed, foot lift, duty factor, footfalls,
+//!   cost of transport, push survival);
+//! - [`grad_stats`]: BPTT's policy gradient norm and variance against the rollout length, and
+//!   the contact changes along the rollouts;
 //! - [`ppo`]: the PPO baseline on the same task and simulator;
 //! - [`report`]: the `train` and `compare-learning` commands' files (CSV, JSON, PNG);
 //! - [`contactnets`]: learning the contact geometry of a tossed cube from real trajectories.
 
 pub mod bptt;
 pub mod contactnets;
+pub mod gait;
+pub mod grad_stats;
 pub mod mlp;
 pub mod policy;
 pub mod ppo;
@@ -24,5 +30,7 @@ pub mod task;
 pub use bptt::{train_bptt, BpttSettings, IterLog, TrainResult, TrainStatus};
 pub use policy::Policy;
 pub use ppo::{train_ppo, PpoSettings};
-pub use settings::{CommandSettings, InitSettings, PushSettings, TaskSettings, TaskWeights};
+pub use settings::{
+    BpttTaskSettings, CommandSettings, GaitSettings, InitSettings, PushSettings, TaskSettings, TaskWeights,
+};
 pub use task::{Command, Episode, Task, TaskError, TaskKind};

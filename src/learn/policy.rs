@@ -111,7 +111,7 @@ impl Policy {
         task.observe(sim.q.as_slice(), sim.v.as_slice(), sim.t, command, o, None);
         let a = self.action(o, cache);
         let mut r = vec![0.0; task.act_dim()];
-        task.targets(&a, &mut r);
+        task.targets(&a, sim.t, command, &mut r);
         (a, r)
     }
 

@@ -7,7 +7,10 @@
 //! `DIR/policy.json` (the final policy) and `DIR/summary.json` (`final_return`, `sim_steps`,
 //! `seconds`, `target_return`, `steps_to_target`, ...). `compare-learning` runs several seeds of
 //! each learner into `DIR/<algorithm>/seed<S>/` (a run whose `summary.json` exists is reused),
-//! then writes `DIR/comparison.md`, `DIR/comparison.json` and `DIR/learning.png`.
+//! then writes `DIR/comparison.md`, `DIR/comparison.json` and `DIR/learning.png`. On a walk
+//! task it first evaluates every run's final policy (`DIR/<algorithm>/seed<S>/walk.json`,
+//! [`super::gait::evaluate_walk`] at [`WALK_EVAL_SPEED`] for [`WALK_EVAL_SECONDS`]) and the table
+//! is [`walk_table`]'s.
 
 use super::bptt::{train_bptt, BpttSettings, IterLog, TrainResult};
 use super::ppo::{train_ppo, PpoSettings};
@@ -248,6 +251,8 @@ pub struct Curve {
     /// (simulated steps, wall s, evaluation return) per evaluated iteration.
     pub points: Vec<(f64, f64, f64)>,
     pub summary: TrainSummary,
+    /// `dir/walk.json` when present (walk task).
+    pub walk: Option<super::gait::WalkEvaluation>,
 }
 
 /// Reads `dir/progress.csv` and `dir/summary.json`.
@@ -265,7 +270,11 @@ pub fn read_curve(dir: &Path) -> Result<Curve> {
             points.push((f[1], f[2], f[3]));
         }
     }
-    Ok(Curve { algorithm: summary.algorithm.clone(), seed: summary.seed, points, summary })
+    let walk = match std::fs::read_to_string(dir.join("walk.json")) {
+        Ok(t) => Some(serde_json::from_str(&t).with_context(|| format!("{}: walk.json", dir.display()))?),
+        Err(_) => None,
+    };
+    Ok(Curve { algorithm: summary.algorithm.clone(), seed: summary.seed, points, summary, walk })
 }
 
 /// Settings of `compare-learning`.
@@ -296,7 +305,46 @@ pub struct CompareRow {
     pub step_ratio_vs_ppo: Option<f64>,
     pub time_ratio_vs_ppo: Option<f64>,
     pub seeds_reaching_target: usize,
+    /// Median over seeds of the first simulated steps / seconds at which the evaluation return
+    /// reached 90 % of the way from the mean initial return to the best learner's mean final
+    /// return (`CompareLevels::ninety`; None if fewer than half the seeds reached it).
+    pub steps_to_90: Option<f64>,
+    pub seconds_to_90: Option<f64>,
+    /// Walk task: the walking evaluations of the seeds' final policies.
+    pub walk: Option<WalkRow>,
 }
+
+/// The walking evaluation of a learner's seeds ([`super::gait::evaluate_walk`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct WalkRow {
+    /// Seeds whose final policy walks (success) and the walking episodes per seed.
+    pub seeds_walking: usize,
+    pub walking_episodes: Vec<usize>,
+    /// Means over seeds: relative speed tracking error, duty factor per foot, trot synchrony,
+    /// cost of transport (and its std over seeds), pushed episodes survived.
+    pub speed_error_mean: f64,
+    pub speed_mean: f64,
+    pub feet: Vec<String>,
+    pub duty_mean: Vec<f64>,
+    pub trot_sync_mean: f64,
+    pub cost_of_transport_mean: f64,
+    pub cost_of_transport_std: f64,
+    pub pushed_survived_mean: f64,
+    pub pushed_episodes: usize,
+}
+
+/// The levels of the comparison: mean initial return over every run, the best learner's mean
+/// final return and 90 % of the way from the first to the second.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct CompareLevels {
+    pub initial_mean: f64,
+    pub best_final_mean: f64,
+    pub ninety: f64,
+}
+
+/// Commanded speed (m/s) and horizon (s) of the walking evaluation in `compare-learning`.
+pub const WALK_EVAL_SPEED: f64 = 0.4;
+pub const WALK_EVAL_SECONDS: f64 = 2.0;
 
 fn mean_std(x: &[f64]) -> (f64, f64) {
     let n = x.len().max(1) as f64;
@@ -320,14 +368,58 @@ fn first_reach(c: &Curve, level: f64) -> Option<(f64, f64)> {
     c.points.iter().find(|p| p.2 >= level).map(|p| (p.0, p.1))
 }
 
-/// The comparison table from curves (grouped by algorithm).
-pub fn compare_rows(curves: &[Curve]) -> Vec<CompareRow> {
+/// The levels of [`CompareLevels`] from curves.
+pub fn compare_levels(curves: &[Curve]) -> CompareLevels {
+    let names = learner_names(curves);
+    let initial = curves.iter().filter_map(|c| c.points.first().map(|p| p.2)).collect::<Vec<_>>();
+    let initial_mean = mean_std(&initial).0;
+    let best_final_mean = names
+        .iter()
+        .map(|n| {
+            mean_std(&curves.iter().filter(|c| &c.algorithm == n).map(|c| c.summary.final_return).collect::<Vec<_>>()).0
+        })
+        .fold(f64::NEG_INFINITY, f64::max);
+    CompareLevels { initial_mean, best_final_mean, ninety: initial_mean + 0.9 * (best_final_mean - initial_mean) }
+}
+
+fn learner_names(curves: &[Curve]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for c in curves {
         if !names.contains(&c.algorithm) {
             names.push(c.algorithm.clone());
         }
     }
+    names
+}
+
+fn walk_row(cs: &[&Curve]) -> Option<WalkRow> {
+    let w: Vec<&super::gait::WalkEvaluation> = cs.iter().filter_map(|c| c.walk.as_ref()).collect();
+    if w.is_empty() || w.len() != cs.len() {
+        return None;
+    }
+    let n = w.len() as f64;
+    let nf = w[0].feet.len();
+    let (cot_mean, cot_std) =
+        mean_std(&w.iter().map(|e| e.cost_of_transport).filter(|c| c.is_finite()).collect::<Vec<_>>());
+    Some(WalkRow {
+        seeds_walking: w.iter().filter(|e| e.walks).count(),
+        walking_episodes: w.iter().map(|e| e.walking).collect(),
+        speed_error_mean: w.iter().map(|e| e.speed_error_mean).sum::<f64>() / n,
+        speed_mean: w.iter().map(|e| e.speed_mean).sum::<f64>() / n,
+        feet: w[0].feet.clone(),
+        duty_mean: (0..nf).map(|k| w.iter().map(|e| e.duty_mean[k]).sum::<f64>() / n).collect(),
+        trot_sync_mean: w.iter().map(|e| e.trot_sync).sum::<f64>() / n,
+        cost_of_transport_mean: cot_mean,
+        cost_of_transport_std: cot_std,
+        pushed_survived_mean: w.iter().map(|e| e.pushed.survived as f64).sum::<f64>() / n,
+        pushed_episodes: w[0].pushed.episodes,
+    })
+}
+
+/// The comparison table from curves (grouped by algorithm).
+pub fn compare_rows(curves: &[Curve]) -> Vec<CompareRow> {
+    let names = learner_names(curves);
+    let ninety = compare_levels(curves).ninety;
     let ppo: Vec<&Curve> = curves.iter().filter(|c| c.algorithm == "ppo").collect();
     let ppo_final =
         (!ppo.is_empty()).then(|| mean_std(&ppo.iter().map(|c| c.summary.final_return).collect::<Vec<_>>()).0);
@@ -351,6 +443,7 @@ pub fn compare_rows(curves: &[Curve]) -> Vec<CompareRow> {
             let cs: Vec<&Curve> = curves.iter().filter(|c| &c.algorithm == n).collect();
             let (m, s) = mean_std(&cs.iter().map(|c| c.summary.final_return).collect::<Vec<_>>());
             let (steps, secs) = ppo_final.map_or((None, None), |l| reach_median(&cs, l));
+            let (steps90, secs90) = reach_median(&cs, ninety);
             CompareRow {
                 algorithm: n.clone(),
                 seeds: cs.len(),
@@ -369,9 +462,68 @@ pub fn compare_rows(curves: &[Curve]) -> Vec<CompareRow> {
                     _ => None,
                 },
                 seeds_reaching_target: cs.iter().filter(|c| c.summary.steps_to_target.is_some()).count(),
+                steps_to_90: steps90.filter(|x| x.is_finite()),
+                seconds_to_90: secs90.filter(|x| x.is_finite()),
+                walk: walk_row(&cs),
             }
         })
         .collect()
+}
+
+/// Markdown table of [`compare_rows`] on the walk task (every row has its walking evaluation).
+pub fn walk_table(rows: &[CompareRow], levels: &CompareLevels) -> String {
+    let mut s = String::new();
+    let f = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
+    let _ = writeln!(
+        s,
+        "90 % level: mean initial return {:.3} + 0.9 (best learner's mean final return {:.3} - it) = {:.3}. \
+         Walking: {:.1} m/s commanded for {:.0} s on the 24 evaluation episodes; an episode walks when its speed is \
+         within {:.0} % of the command, every foot lifts >= {:.0} cm in every gait cycle and every duty factor is in \
+         [{}, {}]; a seed succeeds when >= {:.0} % of its episodes walk. Pushed: 24 episodes, one push each \
+         (learn_stand's ranges), survived = no failed step and no trunk contact.\n",
+        levels.initial_mean,
+        levels.best_final_mean,
+        levels.ninety,
+        WALK_EVAL_SPEED,
+        WALK_EVAL_SECONDS,
+        100.0 * super::gait::WALK_TOLERANCE,
+        100.0 * super::gait::WALK_MIN_LIFT,
+        super::gait::WALK_DUTY[0],
+        super::gait::WALK_DUTY[1],
+        100.0 * super::gait::WALK_SUCCESS_FRACTION,
+    );
+    let feet = rows.iter().find_map(|r| r.walk.as_ref()).map(|w| w.feet.join(" ")).unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "| learner | seeds | sim steps per run | wall time per run (s) | steps to 90 % (median) | time to 90 % (s, median) | final return (mean ± std) | success (seeds walking) | walking episodes per seed (of 24) | speed at 0.4 m/s (mean) | speed error (mean) | duty ({feet}) | trot synchrony | cost of transport (mean ± std) | pushed episodes survived (mean of 24) |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|");
+    for r in rows {
+        let Some(w) = &r.walk else { continue };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.1} | {} | {} | {:.3} ± {:.3} | {}/{} | {} | {:.3} | {:.1} % | {} | {:.2} | {:.2} ± {:.2} | {:.1} |",
+            r.algorithm,
+            r.seeds,
+            r.sim_steps,
+            r.seconds_mean,
+            f(r.steps_to_90, 0),
+            f(r.seconds_to_90, 1),
+            r.final_return_mean,
+            r.final_return_std,
+            w.seeds_walking,
+            r.seeds,
+            w.walking_episodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", "),
+            w.speed_mean,
+            100.0 * w.speed_error_mean,
+            w.duty_mean.iter().map(|d| format!("{d:.2}")).collect::<Vec<_>>().join(" "),
+            w.trot_sync_mean,
+            w.cost_of_transport_mean,
+            w.cost_of_transport_std,
+            w.pushed_survived_mean,
+        );
+    }
+    s
 }
 
 /// Markdown table of [`compare_rows`].
@@ -421,16 +573,44 @@ pub fn compare(task: &Task, s: &CompareSettings, out: &Path) -> Result<(Vec<Comp
                 let r = run_train(task, algo, seed, steps, None, None, &dir, true)?;
                 eprintln!("  final return {:.3} (target {:.3}) in {:.1} s", r.final_return, r.target_return, r.seconds);
             }
+            if task.kind == super::task::TaskKind::Walk && !dir.join("walk.json").exists() {
+                let policy = super::Policy::load(&dir.join("policy.json"))
+                    .with_context(|| format!("{}: policy.json", dir.display()))?;
+                let w = super::gait::evaluate_walk(
+                    task,
+                    Some(&policy),
+                    WALK_EVAL_SPEED,
+                    WALK_EVAL_SECONDS,
+                    &super::PushSettings::default(),
+                );
+                eprintln!("  walking: {}/{} episodes at {WALK_EVAL_SPEED} m/s", w.walking, w.episodes);
+                write_atomic(&dir.join("walk.json"), serde_json::to_string_pretty(&w)?.as_bytes())?;
+            }
             curves.push(read_curve(&dir)?);
         }
     }
     let target = curves.first().map_or(f64::NAN, |c| c.summary.target_return);
     let rows = compare_rows(&curves);
-    let table = compare_table(&rows, target);
+    let levels = compare_levels(&curves);
+    let table = if task.kind == super::task::TaskKind::Walk {
+        walk_table(&rows, &levels)
+    } else {
+        compare_table(&rows, target)
+    };
     write_atomic(&out.join("comparison.md"), table.as_bytes())?;
-    let json = serde_json::json!({"target_return": target, "rows": rows, "runs": curves.iter().map(|c| &c.summary).collect::<Vec<_>>()});
+    let mut json = serde_json::json!({"target_return": target, "levels": levels, "rows": rows, "runs": curves.iter().map(|c| &c.summary).collect::<Vec<_>>()});
+    if curves.iter().any(|c| c.walk.is_some()) {
+        json["walk"] = curves
+            .iter()
+            .map(|c| serde_json::json!({"algorithm": c.algorithm, "seed": c.seed, "walk": c.walk}))
+            .collect::<Vec<_>>()
+            .into();
+    }
     write_atomic(&out.join("comparison.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
-    crate::io::write_atomic_with(&out.join("learning.png"), |tmp| learning_png(&curves, target, tmp))?;
+    // The stand task's target (the scene's PD told the inverse kinematics) means nothing for
+    // walking: the walk plot has none.
+    let plot_target = if task.kind == super::task::TaskKind::Walk { f64::NAN } else { target };
+    crate::io::write_atomic_with(&out.join("learning.png"), |tmp| learning_png(&curves, plot_target, tmp))?;
     Ok((rows, table))
 }
 

@@ -98,7 +98,8 @@ impl Default for PushSettings {
 pub struct TaskWeights {
     /// Base height error (1/m^2) \[2500\], orientation log-map error (1/rad^2) \[100\], base
     /// linear \[1\] and angular [0.2] velocity, joint velocity [1e-3], action [0.01], forward
-    /// speed error (walk) \[10\].
+    /// speed error (walk) \[10\], foot height error against the gait's reference swing height
+    /// (walk, 1/m^2) \[0\].
     #[serde(deserialize_with = "crate::validate::non_negative")]
     pub height: f64,
     #[serde(deserialize_with = "crate::validate::non_negative")]
@@ -113,6 +114,8 @@ pub struct TaskWeights {
     pub action: f64,
     #[serde(deserialize_with = "crate::validate::non_negative")]
     pub speed: f64,
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub foot_height: f64,
 }
 
 impl Default for TaskWeights {
@@ -125,7 +128,59 @@ impl Default for TaskWeights {
             joint_velocity: 1e-3,
             action: 0.01,
             speed: 10.0,
+            foot_height: 0.0,
         }
+    }
+}
+
+/// Gait shaping of the walk task (`learn::task` module docs, *Gait*): a trot clock with the
+/// diagonal leg pairs in antiphase, a clock-driven reference swing height per foot (scored by
+/// `weights.foot_height`), an optional clock-driven reference joint trajectory (the "trot
+/// prior") the action is a residual on, and random clock phases at the episode starts. Every
+/// learner sees the same task. The defaults switch everything off.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GaitSettings {
+    /// Reference foot height at mid-swing (m) \[0\]: `z_ref,k = swing_height max(0, sin phi_k)`.
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub swing_height: f64,
+    /// Trot prior, lift: thigh flexion at mid-swing (rad) \[0\] (the calf flexes twice as much,
+    /// which lifts the foot straight up from the stance posture).
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub prior_lift: f64,
+    /// Trot prior, stride: thigh swing amplitude per unit commanded speed (rad per m/s) \[0\].
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub prior_stride: f64,
+    /// Start each episode at a uniformly random clock phase \[false\].
+    pub random_phase: bool,
+    /// Fraction of the commanded speed added to the start's forward base velocity \[0\] (so
+    /// short episodes also see the robot already moving).
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub start_speed: f64,
+}
+
+impl Default for GaitSettings {
+    fn default() -> Self {
+        Self { swing_height: 0.0, prior_lift: 0.0, prior_stride: 0.0, random_phase: false, start_speed: 0.0 }
+    }
+}
+
+/// BPTT's training configuration for the task (`learn::bptt`); the command line overrides it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BpttTaskSettings {
+    /// Rollouts per iteration \[16\].
+    pub batch: usize,
+    /// Adam learning rate [1e-3].
+    #[serde(deserialize_with = "crate::validate::positive")]
+    pub lr: f64,
+    /// Simulated-step budget of `train bptt` and `compare-learning` [100 000].
+    pub steps: usize,
+}
+
+impl Default for BpttTaskSettings {
+    fn default() -> Self {
+        Self { batch: 16, lr: 1e-3, steps: 100_000 }
     }
 }
 
@@ -162,6 +217,12 @@ pub struct TaskSettings {
     pub push: PushSettings,
     #[serde(default)]
     pub weights: TaskWeights,
+    /// Gait shaping (walk) \[off\].
+    #[serde(default)]
+    pub gait: GaitSettings,
+    /// BPTT's batch, learning rate and step budget \[16, 1e-3, 100 000\].
+    #[serde(default)]
+    pub bptt: BpttTaskSettings,
     /// BPTT's contact sensitivity `exact`, `signorini` or `relaxed` \[relaxed\], its relaxation
     /// (N s m/s) [`crate::diff::DEFAULT_KAPPA`] and normal shift (m/s)
     /// [`crate::diff::DEFAULT_DELTA`]; the command line overrides them.
@@ -187,6 +248,8 @@ impl Default for TaskSettings {
             init: InitSettings::default(),
             push: PushSettings::default(),
             weights: TaskWeights::default(),
+            gait: GaitSettings::default(),
+            bptt: BpttTaskSettings::default(),
             sensitivity: SensitivityKind::default(),
             kappa: crate::diff::DEFAULT_KAPPA,
             delta: crate::diff::DEFAULT_DELTA,
@@ -227,6 +290,14 @@ impl TaskSettings {
             .non_negative("weights.joint_velocity", w.joint_velocity)
             .non_negative("weights.action", w.action)
             .non_negative("weights.speed", w.speed)
+            .non_negative("weights.foot_height", w.foot_height)
+            .non_negative("gait.swing_height", self.gait.swing_height)
+            .non_negative("gait.prior_lift", self.gait.prior_lift)
+            .non_negative("gait.prior_stride", self.gait.prior_stride)
+            .non_negative("gait.start_speed", self.gait.start_speed)
+            .count("bptt.batch", self.bptt.batch, 1, 1 << 20)
+            .positive("bptt.lr", self.bptt.lr)
+            .count("bptt.steps", self.bptt.steps, 1, usize::MAX)
             .positive("kappa", self.kappa)
             .non_negative("delta", self.delta)
             .finish()

@@ -19,20 +19,37 @@
 //! # Commands
 //! * `stand`: base height `z* = z_s + dz` and orientation `R* = Rz(yaw) Ry(pitch) Rx(roll) R_s`
 //!   with `dz ~ U(-height, height)` and each angle `U(-rpy_i, rpy_i)`.
-//! * `walk`: forward speed `s* ~ U(speed)` (body `x`), with `z* = z_s`, `R* = R_s`.
+//! * `walk`: forward speed `s* ~ U(speed)` (body `x`), with `z* = z_s`, `R* = R_s`, and a
+//!   clock phase `phi_0` (0, or `U(0, 2 pi)` with `gait.random_phase`); with
+//!   `gait.start_speed = g` the start's forward base velocity gets `+ g s*`.
 //!
-//! # Observation `o(x, t)` (34 entries for stand, 37 for walk)
+//! # Gait (walk; `learn.gait`, all off by default)
+//! A trot clock `phi(t) = 2 pi f t + phi_0` (`f` = `command.gait_frequency`); foot `k` runs at
+//! `phi_k = phi + off_k`, `off_k = 0` for the front-left/rear-right diagonal and `pi` for the
+//! other (by the sign of the foot's forward times lateral offset in the settled stance). Foot
+//! `k` swings while `sin phi_k > 0`. Its reference height above its settled-stance height is
+//! `z_ref,k = swing_height max(0, sin phi_k)` (zero in stance). The **trot prior** adds to the
+//! PD targets, per leg, `thigh += l_k + stride s* cos phi_k`, `calf -= 2 l_k` with
+//! `l_k = prior_lift max(0, sin phi_k)`: the lift flexes the leg so the foot rises straight up
+//! from the stance posture, the stride swings the foot forward during swing and back during
+//! stance, proportionally to the command. It depends on time and command only, so
+//! `du/da` and `du/dx` are unchanged; `a = 0` is the scene's PD plus the prior.
+//!
+//! # Observation `o(x, t)` (34 entries for stand, 41 for walk)
 //! ```text
 //! [ z - z*,  r = log3(R*^T R),  v_lin (body),  omega (body),  q_j - q_j,nom (12),  qd_j (12),
-//!   (walk:) v_x - s*,  sin(2 pi f t),  cos(2 pi f t) ]
+//!   (walk:) v_x - s*,  sin phi,  cos phi,  e_k = z_k(q) - z_k,stand - z_ref,k(phi_k) (4 feet) ]
 //! ```
 //! Its tangent Jacobian `O = do/dx` (x = [dq; dv], 2nv) is analytic: `dz/d dq_lin = R_(2,:)`
 //! (`p+ = p + R dq_lin`), `dr/d dtheta = J_r^-1(r)` (right perturbation `R exp(dtheta)`), the
-//! velocity and joint entries are identities, the clock has none. The networks see
-//! `n = (o - mean) / std`, with the normalization saved in the policy file.
+//! velocity and joint entries are identities, the clock has none, and a foot's row is the
+//! world `z` row of its point Jacobian (`dynamics::point_jacobian`, whose free-flyer columns
+//! are the tangent directions of `integrate`). The networks see `n = (o - mean) / std`, with
+//! the normalization saved in the policy file.
 //!
 //! # Action
-//! `a` (nu = 12) sets PD joint targets `r = q_nom + sigma clamp(a, -3, 3)` (`sigma` =
+//! `a` (nu = 12) sets PD joint targets `r = q_nom + sigma clamp(a, -3, 3)` (+ walk's trot
+//! prior, *Gait*) (`sigma` =
 //! `action_scale`, rad), and the scene's PD gives the explicit torque
 //! `u = kp (r - q) - (kd + h kp) qd` with implicit damping `kd + h kp` (`sim::Controller`,
 //! MuJoCo-style), clamped to the effort limit (a clamped joint has no implicit term and no
@@ -43,7 +60,7 @@
 //! # Cost (per step, of the transition `x_t -> x_{t+1}` under `a_t`), return = -sum of costs
 //! ```text
 //! c_t = w_h (z - z*)^2 + w_o |r|^2 + w_v |v_lin|^2 + w_w |omega|^2 + w_qd |qd|^2   at x_{t+1}
-//!     + w_a |a_t|^2  (+ walk: w_s (v_x - s*)^2)
+//!     + w_a |a_t|^2  (+ walk: w_s (v_x - s*)^2 + w_f sum_k e_k^2)
 //! ```
 //! It is a function of the observation and the action, so `dc/dx = O^T dc/do`.
 //!
@@ -100,6 +117,8 @@ pub struct Command {
     pub rpy: [f64; 3],
     /// Forward speed (m/s, walk).
     pub speed: f64,
+    /// Gait clock phase at the episode's start (rad, walk): `phi(t) = 2 pi f t + phase`.
+    pub phase: f64,
 }
 
 /// One episode's start, command and pushes.
@@ -121,6 +140,22 @@ pub enum TaskError {
     Robot(String),
     #[error(transparent)]
     Settle(#[from] SettleError),
+}
+
+/// A foot of the gait terms (walk; module docs, *Gait*).
+#[derive(Clone, Debug)]
+pub struct Foot {
+    /// Contact point index and its body.
+    pub contact: usize,
+    pub body: usize,
+    /// World height of the contact point in the settled stance (m): foot height is measured
+    /// from it (flat ground).
+    pub z_stand: f64,
+    /// Clock offset of this foot's phase (rad): 0 for one diagonal pair, pi for the other.
+    pub phase_offset: f64,
+    /// Actuator indices of the leg's thigh and calf joints (the trot prior's joints).
+    pub thigh: Option<usize>,
+    pub calf: Option<usize>,
 }
 
 /// A learning task (module docs).
@@ -151,6 +186,8 @@ pub struct Task {
     /// `q` and `v` indices of each actuator's joint (nu each).
     pub act_q: Vec<usize>,
     pub act_v: Vec<usize>,
+    /// The feet (contact points named `*foot`), in contact-point order.
+    pub feet: Vec<Foot>,
 }
 
 impl Task {
@@ -183,7 +220,9 @@ impl Task {
                 (j.idx_q, j.idx_v)
             })
             .unzip();
+        let feet = stance_feet(&model, sim.q.as_slice(), &m0);
         Ok(Task {
+            feet,
             kind,
             steps,
             spec,
@@ -205,7 +244,7 @@ impl Task {
     }
 
     pub fn obs_dim(&self) -> usize {
-        10 + 2 * self.model.nu + if self.kind == TaskKind::Walk { 3 } else { 0 }
+        10 + 2 * self.model.nu + if self.kind == TaskKind::Walk { 3 + self.feet.len() } else { 0 }
     }
 
     pub fn act_dim(&self) -> usize {
@@ -221,6 +260,7 @@ impl Task {
         s.extend(std::iter::repeat_n(2.0, nu));
         if self.kind == TaskKind::Walk {
             s.extend([0.3, 1.0, 1.0]);
+            s.extend(std::iter::repeat_n(0.03, self.feet.len()));
         }
         s
     }
@@ -252,11 +292,27 @@ impl Task {
             o[10 + nu + k] = v[self.act_v[k]];
         }
         let walk = self.kind == TaskKind::Walk;
+        let mut foot_jac = None;
         if walk {
-            let ph = 2.0 * std::f64::consts::PI * self.spec.command.gait_frequency * t;
+            let ph = self.phase(t, c);
             o[10 + 2 * nu] = v[0] - c.speed;
             o[11 + 2 * nu] = ph.sin();
             o[12 + 2 * nu] = ph.cos();
+            let mut data = Data::new(&self.model);
+            crate::dynamics::forward_kinematics(&self.model, &mut data, q, None);
+            let mut rows = jac.is_some().then(|| DMatrix::zeros(self.feet.len(), nv));
+            for (k, f) in self.feet.iter().enumerate() {
+                let cp = &self.model.contact_points[f.contact];
+                let p = data.o_m_i[f.body].act_point(&cp.position);
+                o[13 + 2 * nu + k] = p.z - f.z_stand - self.swing_reference(ph + f.phase_offset);
+                if let Some(rows) = rows.as_mut() {
+                    point_jacobian(&self.model, &data.o_m_i, f.body, &p, &mut data.jac3);
+                    for i in 0..nv {
+                        rows[(k, i)] = data.jac3[(2, i)];
+                    }
+                }
+            }
+            foot_jac = rows;
         }
         if let Some(j) = jac {
             j.fill(0.0);
@@ -279,7 +335,25 @@ impl Task {
             if walk {
                 j[(10 + 2 * nu, nv)] = 1.0;
             }
+            if let Some(rows) = foot_jac {
+                for k in 0..self.feet.len() {
+                    for i in 0..nv {
+                        j[(13 + 2 * nu + k, i)] = rows[(k, i)];
+                    }
+                }
+            }
         }
+    }
+
+    /// Gait clock phase at time `t` of an episode with command `c` (rad).
+    pub fn phase(&self, t: f64, c: &Command) -> f64 {
+        2.0 * std::f64::consts::PI * self.spec.command.gait_frequency * t + c.phase
+    }
+
+    /// Reference foot height (m) at foot phase `phi`: `swing_height max(0, sin phi)` (swing
+    /// while `sin phi > 0`, stance otherwise).
+    pub fn swing_reference(&self, phi: f64) -> f64 {
+        self.spec.gait.swing_height * phi.sin().max(0.0)
     }
 
     /// Per-step cost `c(o, a)` (module docs); adds `dc/do` and `dc/da` scaled by `scale` to the
@@ -295,6 +369,7 @@ impl Task {
         ow[10 + nu..10 + 2 * nu].fill(w.joint_velocity);
         if self.kind == TaskKind::Walk {
             ow[10 + 2 * nu] = w.speed;
+            ow[13 + 2 * nu..].fill(w.foot_height);
         }
         let mut c = 0.0;
         for i in 0..o.len() {
@@ -314,10 +389,25 @@ impl Task {
         c
     }
 
-    /// Joint targets (nu) of an action.
-    pub fn targets(&self, a: &[f64], out: &mut [f64]) {
+    /// Joint targets (nu) of an action at time `t` of an episode with command `c`: the
+    /// posture, plus the trot prior (walk, module docs), plus the scaled, clamped action.
+    pub fn targets(&self, a: &[f64], t: f64, c: &Command, out: &mut [f64]) {
         for k in 0..self.model.nu {
             out[k] = self.posture[k] + self.spec.action_scale * a[k].clamp(-ACTION_LIMIT, ACTION_LIMIT);
+        }
+        let g = &self.spec.gait;
+        if self.kind == TaskKind::Walk && (g.prior_lift > 0.0 || g.prior_stride > 0.0) {
+            let ph = self.phase(t, c);
+            for f in &self.feet {
+                let phi = ph + f.phase_offset;
+                let lift = g.prior_lift * phi.sin().max(0.0);
+                if let Some(i) = f.thigh {
+                    out[i] += lift + g.prior_stride * c.speed * phi.cos();
+                }
+                if let Some(i) = f.calf {
+                    out[i] -= 2.0 * lift;
+                }
+            }
         }
     }
 
@@ -347,8 +437,14 @@ impl Task {
                 height: u(rng, sp.command.height),
                 rpy: [u(rng, sp.command.rpy[0]), u(rng, sp.command.rpy[1]), u(rng, sp.command.rpy[2])],
                 speed: 0.0,
+                phase: 0.0,
             },
-            TaskKind::Walk => Command { speed: uab(rng, sp.command.speed), ..Default::default() },
+            TaskKind::Walk => {
+                let speed = uab(rng, sp.command.speed);
+                let phase = if sp.gait.random_phase { rng.random_range(0.0..2.0 * std::f64::consts::PI) } else { 0.0 };
+                v0[0] += sp.gait.start_speed * speed;
+                Command { speed, phase, ..Default::default() }
+            }
         };
         let mut pushes = Vec::new();
         if rng.random_range(0.0..1.0) < sp.push.probability {
@@ -555,7 +651,7 @@ impl Env {
     pub fn step(&mut self, task: &Task, a: &[f64], jac: Option<JacobianRequest>) -> Option<StepReport> {
         let m = &*task.model;
         let (nv, h) = (m.nv, task.settings.dt);
-        task.targets(a, &mut self.targets);
+        task.targets(a, self.t, &self.command, &mut self.targets);
         // The scene's PD (identical to sim::Controller::JointPd with these targets).
         for k in 0..m.nu {
             let (iq, iv) = (task.act_q[k], task.act_v[k]);
@@ -666,4 +762,41 @@ impl Env {
             .enumerate()
             .any(|(i, c)| !c.name.ends_with("foot") && self.ws.lambda[3 * i] > 1e-6)
     }
+}
+
+/// The feet of a model (contact points named `*foot`) in the stance `q` (base placement `base`):
+/// their stance heights, trot phase offsets (0 for the front-left/rear-right diagonal, pi for
+/// the other, by the sign of the foot's forward times lateral offset in the base frame) and the
+/// actuators of their legs' `*_thigh_joint` and `*_calf_joint`.
+fn stance_feet(model: &Model, q: &[f64], base: &crate::spatial::Se3) -> Vec<Foot> {
+    let mut data = Data::new(model);
+    crate::dynamics::forward_kinematics(model, &mut data, q, None);
+    let actuator = |body: usize, suffix: &str| {
+        model.supports[body].iter().find_map(|&j| {
+            let joint = &model.joints[j];
+            if joint.name.ends_with(suffix) {
+                model.actuated_dofs.iter().position(|&d| d == joint.idx_v)
+            } else {
+                None
+            }
+        })
+    };
+    model
+        .contact_points
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.name.ends_with("foot"))
+        .map(|(i, c)| {
+            let p = data.o_m_i[c.body].act_point(&c.position);
+            let local = base.rot.transpose() * (p - base.trans);
+            Foot {
+                contact: i,
+                body: c.body,
+                z_stand: p.z,
+                phase_offset: if local.x * local.y >= 0.0 { 0.0 } else { std::f64::consts::PI },
+                thigh: actuator(c.body, "_thigh_joint"),
+                calf: actuator(c.body, "_calf_joint"),
+            }
+        })
+        .collect()
 }
