@@ -168,9 +168,9 @@ fn stop_gives_the_controls_back_to_the_scene_controller() {
 
 #[test]
 fn policies_that_do_not_fit_the_scene_are_refused_with_a_reason() {
-    // The stand policy on the walk scene: the observation sizes differ.
+    // The stand policy on the walk scene: the observation sizes differ (34 against 41).
     let mut app = app("scenes/learn_walk.ron");
-    drive_shipped_expecting_refusal(&mut app, &["stand", "walk", "34", "37"]);
+    drive_shipped_expecting_refusal(&mut app, &["stand", "walk", "34", "41"]);
     // A scene without a learning task.
     let mut app = self::app("scenes/quadruped_stand.ron");
     drive_shipped_expecting_refusal(&mut app, &["learn"]);
