@@ -312,8 +312,11 @@ fn mpc_ui(
         .include_y(0.0)
         .show(u, |p| {
             p.add(
-                Line::new("solve time", PlotPoints::from_iter(t.cycles.iter().map(|c| [c.t, c.solve_ms])))
-                    .color(egui::Color32::from_rgb(60, 140, 230)),
+                Line::new(
+                    "solve time",
+                    PlotPoints::new(bucket_max(t.cycles.iter().map(|c| [c.t, c.solve_ms]), t.cycles.len())),
+                )
+                .color(egui::Color32::from_rgb(60, 140, 230)),
             );
             p.add(HLine::new("control period", 1e3 * t.period).color(egui::Color32::from_rgb(220, 50, 50)));
         });
@@ -321,9 +324,31 @@ fn mpc_ui(
         u,
         |p| {
             p.add(
-                Line::new("base error", PlotPoints::from_iter(t.cycles.iter().map(|c| [c.t, 100.0 * c.base_error_m])))
-                    .color(egui::Color32::from_rgb(230, 150, 40)),
+                Line::new(
+                    "base error",
+                    PlotPoints::new(bucket_max(t.cycles.iter().map(|c| [c.t, 100.0 * c.base_error_m]), t.cycles.len())),
+                )
+                .color(egui::Color32::from_rgb(230, 150, 40)),
             );
         },
     );
+}
+
+/// Points drawn per plot line: tessellating thousands every frame was most of the window's
+/// frame cost with MPC running.
+const MAX_POINTS: usize = 400;
+
+/// At most [`MAX_POINTS`] of `n` points: each bucket of consecutive points keeps its largest
+/// value (at the bucket's first time), so a slow replan or an error peak still shows.
+fn bucket_max(points: impl Iterator<Item = [f64; 2]>, n: usize) -> Vec<[f64; 2]> {
+    let size = n.div_ceil(MAX_POINTS).max(1);
+    let mut out: Vec<[f64; 2]> = Vec::with_capacity(n.min(MAX_POINTS) + 1);
+    for (i, p) in points.enumerate() {
+        if i % size == 0 {
+            out.push(p);
+        } else if let Some(last) = out.last_mut() {
+            last[1] = last[1].max(p[1]);
+        }
+    }
+    out
 }
