@@ -26,6 +26,8 @@ pub struct OverlaySettings {
     pub cone_height: f64,
     /// Candidates farther than this from the terrain are not drawn (m).
     pub show_within: f64,
+    /// The orbit camera's focus follows the floating base (a walking robot stays in view).
+    pub follow: bool,
 }
 
 impl Default for OverlaySettings {
@@ -40,6 +42,7 @@ impl Default for OverlaySettings {
             pull_scale: 0.004,
             cone_height: 0.07,
             show_within: 0.05,
+            follow: false,
         }
     }
 }

@@ -513,6 +513,7 @@ fn contact_panel(
         u.checkbox(&mut overlay.forces, "forces");
         u.checkbox(&mut overlay.modes, "modes");
         u.checkbox(&mut overlay.pulls, "pulls");
+        u.checkbox(&mut overlay.follow, "follow").on_hover_text("The camera follows the robot's base");
     });
     u.horizontal(|u| {
         u.label("force scale (mm/N)");

@@ -40,7 +40,7 @@ impl Plugin for ViewPlugin {
             .insert_resource(ClearColor(Color::srgb(0.62, 0.70, 0.78)))
             .insert_resource(GlobalAmbientLight { brightness: 350.0, ..default() })
             .add_systems(Startup, spawn_camera_and_light)
-            .add_systems(Update, (rebuild_scene, pose_links).chain().in_set(AppSet::Writeback));
+            .add_systems(Update, (rebuild_scene, pose_links, follow_base).chain().in_set(AppSet::Writeback));
     }
 }
 
@@ -100,6 +100,26 @@ fn rebuild_scene(
     }
 }
 
+/// With `follow` on, the camera's focus tracks the floating base on screen (the orbit camera
+/// eases towards it); its height stays, so the view does not bob with the gait.
+fn follow_base(
+    settings: Res<super::overlay::OverlaySettings>,
+    history: Res<super::sim::SimHistory>,
+    scene: Res<CurrentScene>,
+    mut camera: Query<&mut PanOrbitCamera, With<MainCamera>>,
+) {
+    let _cost = cost_scope();
+    if !settings.follow || !scene.scene.model.has_free_flyer() {
+        return;
+    }
+    let (Some(s), Ok(mut cam)) = (history.displayed(), camera.single_mut()) else { return };
+    let p = to_bevy(&nalgebra::Vector3::new(s.q[0], s.q[1], s.q[2]));
+    let target = Vec3::new(p.x, cam.target_focus.y, p.z);
+    if cam.target_focus.distance(target) > 1e-4 {
+        cam.target_focus = target;
+    }
+}
+
 fn spawn_robot(
     commands: &mut Commands,
     model: &Model,
@@ -151,7 +171,7 @@ fn spawn_terrain(
     let pose = Se3 { rot, trans: Vector3::new(0.0, 0.0, g.height) };
     commands.spawn((
         SceneEntity,
-        Mesh3d(meshes.add(checker_mesh(12.0, 0.5))),
+        Mesh3d(meshes.add(checker_mesh(60.0, 0.5))),
         MeshMaterial3d(materials.add(StandardMaterial {
             base_color: Color::WHITE,
             perceptual_roughness: 0.9,

@@ -211,6 +211,7 @@ pub fn drive_policy(
     scene: Res<CurrentScene>,
     worker: Option<Res<SimWorker>>,
     mut commands: ResMut<SimCommands>,
+    overlay: Option<ResMut<crate::app::overlay::OverlaySettings>>,
 ) {
     let _cost = cost_scope();
     let state = &mut *state;
@@ -267,6 +268,8 @@ pub fn drive_policy(
     }
     let requests = std::mem::take(&mut state.requests);
     let mut rest = requests.into_iter();
+    // A walking policy leaves the view: the camera follows it (the overlay's `follow`).
+    let mut walking = false;
     while let Some(r) = rest.next() {
         match r {
             PolicyRequest::Load(path) => {
@@ -287,6 +290,7 @@ pub fn drive_policy(
                         path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into());
                     let name = format!("policy {} ({file})", policy.algorithm);
                     let (p, t) = (policy.clone(), task.clone());
+                    walking |= t.kind == TaskKind::Walk;
                     state.drive(name, p, t, &mut commands);
                 }
                 Some(LoadedPolicy { task: Err(e), .. }) => state.message = Some(format!("cannot run this policy: {e}")),
@@ -300,6 +304,7 @@ pub fn drive_policy(
                 Some(t) if t.generation == state.generation => {
                     let name = format!("policy {} (trained here, seed {})", t.result.policy.algorithm, t.settings.seed);
                     let (p, task) = (Arc::new(t.result.policy.clone()), t.task.clone());
+                    walking |= task.kind == TaskKind::Walk;
                     state.drive(name, p, task, &mut commands);
                 }
                 Some(t) => {
@@ -352,6 +357,9 @@ pub fn drive_policy(
                 });
             }
         }
+    }
+    if let (true, Some(mut o)) = (walking, overlay) {
+        o.follow = true;
     }
 }
 
