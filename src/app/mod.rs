@@ -189,10 +189,7 @@ pub fn load_scene(opts: &ViewerOptions) -> anyhow::Result<Scene> {
     }
     let path = opts.scene.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SCENE));
     // A URDF stands on the posture guessed from its joint limits.
-    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("urdf")) {
-        return crate::scene::guess::urdf_scene(&path).map_err(anyhow::Error::from);
-    }
-    Scene::load(&path).map_err(anyhow::Error::from)
+    crate::scene::guess::load_scene_or_urdf(&path).map_err(anyhow::Error::from)
 }
 
 /// The plugins shared by the windowed app and the headless tests (no rendering).

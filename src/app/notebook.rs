@@ -138,8 +138,8 @@ pub fn load_replay(path: &Path, scene: &Scene) -> Result<LoadedReplay, String> {
 
 /// The video frames of `snapshots`: for frame `k` the first entry at or after `t0 + k / fps`,
 /// `round(duration * fps)` frames.
-pub fn video_frames(snapshots: &[Snapshot], fps: u32) -> Vec<usize> {
-    let (Some(first), Some(last)) = (snapshots.first(), snapshots.last()) else { return vec![] };
+pub fn video_frames(snapshots: &std::collections::VecDeque<Snapshot>, fps: u32) -> Vec<usize> {
+    let (Some(first), Some(last)) = (snapshots.front(), snapshots.back()) else { return vec![] };
     let n = ((last.t - first.t) * fps as f64).round() as usize;
     (0..n)
         .map(|k| {
@@ -366,9 +366,7 @@ fn hot_reload(
         f.1 = modified(&f.0);
     }
     let path = scene.scene.path.clone();
-    let guessed = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("urdf"));
-    let loaded = if guessed { crate::scene::guess::urdf_scene(&path) } else { Scene::load(&path) };
-    match loaded {
+    match crate::scene::guess::load_scene_or_urdf(&path) {
         Ok(s) => {
             commands.push(SimCommand::Load(Box::new(s)));
             hr.reloads += 1;

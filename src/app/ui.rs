@@ -176,9 +176,7 @@ fn poll_dialog(mut ui: Option<ResMut<UiState>>, scene: Res<CurrentScene>, mut co
 fn open_scene(ui: &mut UiState, commands: &mut SimCommands) {
     let path = PathBuf::from(ui.path.trim());
     // A URDF stands on the posture guessed from its joint limits (`scene::guess`).
-    let is_urdf = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("urdf"));
-    let loaded = if is_urdf { crate::scene::guess::urdf_scene(&path) } else { Scene::load(&path) };
-    match loaded {
+    match crate::scene::guess::load_scene_or_urdf(&path) {
         Ok(s) => {
             commands.push(SimCommand::Load(Box::new(s)));
             ui.notice = Some(format!("Opened {}", path.display()));

@@ -159,8 +159,7 @@ fn drive(
     let _cost = super::cost_scope();
     if export.job.is_none() {
         let Some(req) = nb.video_request.take() else { return };
-        let snaps: Vec<_> = history.snapshots.iter().cloned().collect();
-        let frames = video_frames(&snaps, req.fps);
+        let frames = video_frames(&history.snapshots, req.fps);
         if frames.is_empty() {
             nb.message = Some("Nothing to export: the history is shorter than one frame.".into());
             if req.exit {

@@ -76,56 +76,7 @@ enum Command {
     },
     /// Open the desktop app on a scene (the default without a subcommand is
     /// scenes/quadruped_stand.ron). Needs the `viewer` feature (on by default).
-    View {
-        /// Scene file (RON).
-        scene: Option<PathBuf>,
-        /// Render `--frames` frames, save a screenshot of the window here and exit.
-        #[arg(long)]
-        screenshot: Option<PathBuf>,
-        /// Frames to render before the screenshot.
-        #[arg(long, default_value_t = 30)]
-        frames: u32,
-        /// Start a gradient-quality sweep from the initial state and show its plot (with
-        /// --screenshot: wait for it before the screenshot).
-        #[arg(long)]
-        sweep: bool,
-        /// Window size in logical pixels.
-        #[arg(long, default_value_t = 1280)]
-        width: u32,
-        #[arg(long, default_value_t = 800)]
-        height: u32,
-        /// Open a tool window at start: control (CITO and MPC), policy (learned policies and
-        /// training) or contactnets (learned contact geometry against real tosses). Repeatable.
-        #[arg(long, value_parser = ["control", "policy", "contactnets", "notebook", "profiler", "inspector"])]
-        open: Vec<String>,
-        /// Start each opened tool's main job at once (control: MPC if the scene has an `mpc`
-        /// section, else CITO; policy: run the loaded policy; contactnets: replay the toss).
-        #[arg(long)]
-        start: bool,
-        /// A policy file (JSON) for the policy window.
-        #[arg(long)]
-        policy: Option<PathBuf>,
-        /// A learned ContactNets model (JSON) and a toss CSV for the contactnets window.
-        #[arg(long)]
-        model: Option<PathBuf>,
-        #[arg(long)]
-        toss: Option<PathBuf>,
-        /// Record the run (from the scene's initial state) to this file (.clrec); saved every
-        /// few seconds and when the window closes.
-        #[arg(long)]
-        record: Option<PathBuf>,
-        /// Open a recording (.clrec, replayed bit for bit) or a result CSV (`simulate`'s run,
-        /// `cito`'s trajectory.csv, `mpc`'s trace.csv; of SCENE's robot) to scrub and play.
-        #[arg(long)]
-        replay: Option<PathBuf>,
-        /// With --replay: export the 3D view as a video (MP4 through ffmpeg when it is on the
-        /// PATH, otherwise PNG frames in OUT_frames/) and exit.
-        #[arg(long)]
-        video: Option<PathBuf>,
-        /// Video frame rate (frames per simulated second).
-        #[arg(long, default_value_t = 30)]
-        fps: u32,
-    },
+    View(view::ViewArgs),
     /// Contact-implicit trajectory optimization (DESIGN 5): DDP over the contact simulator
     /// toward the scene's `cito` base-pose target, no contact schedule. Writes
     /// DIR/trajectory.csv, iterations.csv, schedule.csv, summary.png and summary.json;
@@ -349,60 +300,13 @@ pub enum ContactnetsCommand {
 pub fn run() -> Result<()> {
     let cli = Cli::parse();
     // The app installs Bevy's log subscriber; the headless commands use ours.
-    if !matches!(cli.command, None | Some(Command::View { .. })) {
+    if !matches!(cli.command, None | Some(Command::View(_))) {
         tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).init();
     }
     match cli.command {
-        None => view::view(view::ViewArgs {
-            scene: None,
-            screenshot: None,
-            frames: 30,
-            sweep: false,
-            width: 1280,
-            height: 800,
-            open: vec![],
-            start: false,
-            policy: None,
-            model: None,
-            toss: None,
-            record: None,
-            replay: None,
-            video: None,
-            fps: 30,
-        }),
-        Some(Command::View {
-            scene,
-            screenshot,
-            frames,
-            sweep,
-            width,
-            height,
-            open,
-            start,
-            policy,
-            model,
-            toss,
-            record,
-            replay,
-            video,
-            fps,
-        }) => view::view(view::ViewArgs {
-            scene,
-            screenshot,
-            frames,
-            sweep,
-            width,
-            height,
-            open,
-            start,
-            policy,
-            model,
-            toss,
-            record,
-            replay,
-            video,
-            fps,
-        }),
+        // No subcommand: the app with `view`'s defaults.
+        None => view::view(view::ViewArgs::parse_from(["contactlab"])),
+        Some(Command::View(args)) => view::view(args),
         Some(Command::Simulate { scene, duration, out }) => simulate::simulate(scene, duration, out),
         Some(Command::Jacobians { scene, settle, sensitivity, out }) => {
             jacobians::run(&scene, settle, &sensitivity, &out)

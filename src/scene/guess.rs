@@ -106,6 +106,16 @@ pub fn urdf_scene(path: &Path) -> Result<Scene, SceneError> {
     Scene::from_str(&text, &abs)
 }
 
+/// A scene file, or a URDF stood up by [`urdf_scene`] (chosen by the `.urdf` extension): what
+/// the app opens from a path.
+pub fn load_scene_or_urdf(path: &Path) -> Result<Scene, SceneError> {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("urdf")) {
+        urdf_scene(path)
+    } else {
+        Scene::load(path)
+    }
+}
+
 /// The state `(q, v)` of `model` as a scene's `initial` section (world-frame base velocities,
 /// roll-pitch-yaw as `R = Rz(yaw) Ry(pitch) Rx(roll)`).
 pub fn keyframe(model: &Model, q: &[f64], v: &[f64]) -> InitialState {
