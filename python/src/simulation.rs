@@ -172,12 +172,13 @@ impl PySimulation {
         self.inner.t = self.initial.2;
         self.inner.ws.reset_warm_start();
     }
-    /// The last step's contacts, one entry per candidate (`Model.contact_names` order): `gap`
+    /// The last step's contacts, one entry per contact point's nearest contact
+    /// (`Model.contact_names` order; a second contact in a concave corner is not listed): `gap`
     /// (k, m, at the start of the step), `impulse` (k x 3, N s: normal, tangent 1, tangent 2),
     /// `mode` (k strings: Separated, Sticking, Sliding).
     fn contacts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let ws = &self.inner.ws;
-        let k = ws.contacts.k;
+        let k = ws.contacts.points;
         let d = PyDict::new(py);
         d.set_item("gap", PyArray1::from_slice(py, &ws.contacts.phi[..k]))?;
         let flat: Vec<f64> = (0..3 * k).map(|j| ws.lambda.get(j).copied().unwrap_or(0.0)).collect();

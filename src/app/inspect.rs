@@ -219,7 +219,9 @@ fn update(mut ins: ResMut<Inspector>, history: Res<SimHistory>, scene: Res<Curre
     }
     let idx = history.cursor.unwrap_or(n - 1).min(n - 1);
     let shown = history.snapshots[idx].clone();
-    if pinned >= shown.contacts.len() {
+    // Per-point nearest contacts only: a concave corner's second contacts follow them in the
+    // snapshot and are not inspected.
+    if pinned >= shown.contacts.len().min(scene.scene.model.contact_points.len()) {
         ins.pinned = None;
         return;
     }

@@ -138,6 +138,14 @@ pub fn comparison_table(rows: &[CitoSummary]) -> String {
             r.unconverged_jacobians
         );
     }
+    // On a climb: which feet end on the step, under the table (flat-ground tables unchanged).
+    let raised: Vec<String> = rows
+        .iter()
+        .filter_map(|r| Some(format!("{} {}", r.sensitivity, support_text(r.final_foot_support.as_ref()?))))
+        .collect();
+    if !raised.is_empty() {
+        let _ = writeln!(s, "\nFinal support of each touching foot (0 the ground, 1 the step): {}.", raised.join("; "));
+    }
     s
 }
 
@@ -449,7 +457,18 @@ pub fn starts_table(rows: &[StartsRow]) -> String {
             r.unconverged_jacobians
         );
     }
+    // A climb's criterion: a line under the table, so flat-ground tables keep their columns.
+    let raised: Vec<String> =
+        rows.iter().filter_map(|r| Some(format!("{} {}/{}", r.sensitivity, r.front_feet_raised?, r.starts))).collect();
+    if !raised.is_empty() {
+        let _ = writeln!(s, "\nRuns ending with both front feet on the step: {}.", raised.join(", "));
+    }
     s
+}
+
+/// `FL 1, FR 1, RL 0, RR 0`: the primitive each touching foot stands on.
+fn support_text(support: &std::collections::BTreeMap<String, usize>) -> String {
+    support.iter().map(|(f, p)| format!("{} {p}", f.trim_end_matches("_foot"))).collect::<Vec<_>>().join(", ")
 }
 
 /// `contactlab mpc`.

@@ -9,12 +9,19 @@
 //! about to happen. A point approaching faster than `margin / h` could pass the margin in one
 //! step unseen; at the defaults that is 25 m/s.
 //!
+//! A point has up to two candidates: its nearest terrain primitive (candidate `i`, for point `i`)
+//! and, in a concave corner, a second primitive (candidate `points + i`; see
+//! [`Terrain::query_pair`]): a foot on the ground against the face of a step touches both, and
+//! with the nearest one alone the face would only be seen once the foot is inside the step. A
+//! second candidate that is absent has `phi = +inf` and is never active. Candidates `0..points`
+//! are in the model's contact point order, so per-point consumers read them as before.
+//!
 //! For a sphere of radius `r` centred at `c` with terrain normal `n` at distance `d`:
 //! `phi = d - r`, contact point `p = c - r n` (the material point of the body at the sphere's
 //! lowest point), and `J_i = [n^T; t1^T; t2^T] J_p` (3 x nv) with `J_p` the LOCAL_WORLD_ALIGNED
 //! linear Jacobian of `p` (DESIGN 1).
 
-use super::terrain::{tangent_basis, Terrain};
+use super::terrain::{tangent_basis, Terrain, TerrainQuery};
 use crate::dynamics::kinematics::subspace_point_velocity;
 use crate::model::{Data, Model};
 use nalgebra::{DMatrix, Vector3};
@@ -22,8 +29,11 @@ use nalgebra::{DMatrix, Vector3};
 /// Contact geometry of the current configuration, preallocated for the model's `k` contacts.
 #[derive(Clone, Debug)]
 pub struct Contacts {
-    /// Number of contact candidates `k`.
+    /// Number of contact candidates `k` (twice the contact points: module docs).
     pub k: usize,
+    /// Number of contact points of the model: candidates `0..points` are their nearest
+    /// primitives, `points..k` the second ones.
+    pub points: usize,
     /// Gap `phi_i` (m), positive when separated (k).
     pub phi: Vec<f64>,
     /// Terrain normal, first tangent and second tangent in the world (k).
@@ -47,11 +57,26 @@ pub struct Contacts {
 }
 
 impl Contacts {
+    /// Candidates of a model: two per contact point (module docs).
+    pub fn capacity(model: &Model) -> usize {
+        2 * model.contact_points.len()
+    }
+
+    /// The contact point of candidate `i`.
+    pub fn point_of(&self, i: usize) -> usize {
+        if i < self.points {
+            i
+        } else {
+            i - self.points
+        }
+    }
+
     pub fn new(model: &Model) -> Self {
-        let k = model.contact_points.len();
+        let k = Self::capacity(model);
         Self {
             k,
-            phi: vec![0.0; k],
+            points: model.contact_points.len(),
+            phi: vec![f64::INFINITY; k],
             normal: vec![Vector3::z(); k],
             t1: vec![Vector3::x(); k],
             t2: vec![Vector3::y(); k],
@@ -62,6 +87,7 @@ impl Contacts {
             dofs: model
                 .contact_points
                 .iter()
+                .chain(&model.contact_points)
                 .map(|cp| {
                     model.supports[cp.body]
                         .iter()
@@ -82,21 +108,37 @@ impl Contacts {
     /// Needs `forward_kinematics`.
     pub fn detect(&mut self, model: &Model, data: &Data, terrain: &Terrain, margin: f64) {
         self.active.clear();
+        let np = self.points;
         for (i, cp) in model.contact_points.iter().enumerate() {
             let c = data.o_m_i[cp.body].act_point(&cp.position);
-            let q = terrain.query(&c);
-            let (t1, t2) = tangent_basis(&q.normal);
-            self.phi[i] = q.distance - cp.radius;
-            self.normal[i] = q.normal;
-            self.t1[i] = t1;
-            self.t2[i] = t2;
-            self.point[i] = c - cp.radius * q.normal;
-            self.mu[i] = q.friction;
-            self.primitive[i] = q.primitive;
+            let (first, second) = terrain.query_pair(&c, margin + cp.radius);
+            self.set(i, &c, cp.radius, &first);
+            if self.phi[i] <= margin {
+                self.active.push(i);
+            }
+            match second {
+                Some(s) => self.set(np + i, &c, cp.radius, &s),
+                None => self.phi[np + i] = f64::INFINITY,
+            }
+        }
+        // Second contacts after every first one, so a terrain of one primitive keeps the
+        // problem's order.
+        for i in np..self.k {
             if self.phi[i] <= margin {
                 self.active.push(i);
             }
         }
+    }
+
+    fn set(&mut self, i: usize, c: &Vector3<f64>, radius: f64, q: &TerrainQuery) {
+        let (t1, t2) = tangent_basis(&q.normal);
+        self.phi[i] = q.distance - radius;
+        self.normal[i] = q.normal;
+        self.t1[i] = t1;
+        self.t2[i] = t2;
+        self.point[i] = c - radius * q.normal;
+        self.mu[i] = q.friction;
+        self.primitive[i] = q.primitive;
     }
 
     /// The stacked Jacobian `J` of the active contacts (first `3 * n_active()` rows). Needs
@@ -105,7 +147,7 @@ impl Contacts {
         // Rows (n, t1, t2) of the point Jacobian, written directly: only the contact's branch
         // has nonzero columns.
         for (a, &i) in self.active.iter().enumerate() {
-            let cp = &model.contact_points[i];
+            let cp = &model.contact_points[self.point_of(i)];
             let p = self.point[i];
             let axes = [self.normal[i], self.t1[i], self.t2[i]];
             for r in 0..3 {

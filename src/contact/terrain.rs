@@ -191,6 +191,56 @@ impl Terrain {
         }
         best
     }
+
+    /// Signed distance and outward normal of primitive `i` (numbered as
+    /// [`TerrainQuery::primitive`]); `None` for a heightfield outside its rectangle.
+    fn primitive_query(&self, i: usize, p: &Vector3<f64>) -> Option<(f64, Vector3<f64>, f64)> {
+        let nb = self.boxes.len();
+        if i == 0 {
+            let n = self.ground.normal();
+            Some((n.dot(&(p - Vector3::new(0.0, 0.0, self.ground.height))), n, self.ground.friction))
+        } else if i <= nb {
+            let b = &self.boxes[i - 1];
+            let (d, n) = b.query(p);
+            Some((d, n, b.friction))
+        } else {
+            let hf = &self.heightfields[i - 1 - nb];
+            hf.query(p).map(|(d, n)| (d, n, hf.friction))
+        }
+    }
+
+    /// The nearest primitive ([`Terrain::query`]) and, in a concave corner, a second one: the
+    /// nearest other primitive within `within` of `p` whose closest surface point is exposed
+    /// (just outside it, every other primitive is at a positive distance) and whose normal is
+    /// more than about 25 degrees from the first's. A foot on the ground against the face of a
+    /// step touches both; with one contact per point the face would be ignored until the foot
+    /// is inside the step. The exposure test drops surfaces buried in the union (the ground
+    /// under a step); the angle test drops the redundant second contact of a seam between
+    /// coplanar primitives.
+    pub fn query_pair(&self, p: &Vector3<f64>, within: f64) -> (TerrainQuery, Option<TerrainQuery>) {
+        let first = self.query(p);
+        let count = 1 + self.boxes.len() + self.heightfields.len();
+        if count == 1 {
+            return (first, None);
+        }
+        let mut second: Option<TerrainQuery> = None;
+        for i in (0..count).filter(|&i| i != first.primitive) {
+            if let Some((d, n, friction)) = self.primitive_query(i, p) {
+                if d <= within && second.is_none_or(|s| d < s.distance) {
+                    second = Some(TerrainQuery { distance: d, normal: n, friction, primitive: i });
+                }
+            }
+        }
+        let second = second.filter(|s| {
+            const EXPOSED: f64 = 1e-7;
+            let surface = p - s.normal * (s.distance - EXPOSED);
+            s.normal.dot(&first.normal) < 0.9
+                && (0..count)
+                    .filter(|&j| j != s.primitive)
+                    .all(|j| self.primitive_query(j, &surface).is_none_or(|(d, _, _)| d > 0.0))
+        });
+        (first, second)
+    }
 }
 
 /// Tangent basis `(t1, t2)` completing `n` to a right-handed frame `[t1 t2 n]`. For normals near
@@ -227,6 +277,27 @@ mod tests {
         assert!((q.distance - 0.05).abs() < 1e-12 && q.primitive == 0);
         let (t1, t2) = tangent_basis(&Vector3::new(0.3, -0.2, 0.9).normalize());
         assert!(t1.dot(&t2).abs() < 1e-12 && (t1.cross(&t2) - Vector3::new(0.3, -0.2, 0.9).normalize()).norm() < 1e-12);
+    }
+
+    #[test]
+    fn a_point_in_a_concave_corner_has_two_contacts() {
+        let t = Terrain {
+            ground: Ground::default(),
+            boxes: vec![TerrainBox { center: [1.0, 0.0, 0.1], size: [0.4, 2.0, 0.2], yaw: 0.0, friction: 0.5 }],
+            heightfields: vec![],
+        };
+        // On the ground 1 cm before the step's face: the ground first, the face second.
+        let (a, b) = t.query_pair(&Vector3::new(0.79, 0.0, 0.02), 0.05);
+        assert_eq!(a.primitive, 0);
+        let b = b.expect("the face is a second contact");
+        assert!(b.primitive == 1 && (b.distance - 0.01).abs() < 1e-12 && (b.normal + Vector3::x()).norm() < 1e-12);
+        // Beyond `within`: no second contact.
+        assert!(t.query_pair(&Vector3::new(0.70, 0.0, 0.02), 0.05).1.is_none());
+        // On top of the step: the ground below is buried in the step, not a contact.
+        let (a, b) = t.query_pair(&Vector3::new(1.0, 0.0, 0.21), 0.5);
+        assert!(a.primitive == 1 && b.is_none());
+        // Flat ground alone: never a second contact.
+        assert!(Terrain::flat(0.8).query_pair(&Vector3::new(0.0, 0.0, 0.01), 1.0).1.is_none());
     }
 
     #[test]

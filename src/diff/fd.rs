@@ -29,7 +29,7 @@ pub struct FdWorkspace {
 
 impl FdWorkspace {
     pub fn new(model: &Model) -> Self {
-        let (nq, nv, nu, k) = (model.nq, model.nv, model.nu, model.contact_points.len());
+        let (nq, nv, nu, k) = (model.nq, model.nv, model.nu, crate::contact::detection::Contacts::capacity(model));
         Self {
             q_nom: DVector::zeros(nq),
             v_nom: DVector::zeros(nv),

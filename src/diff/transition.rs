@@ -172,7 +172,7 @@ impl TransitionWorkspace {
     }
 
     pub fn new(model: &Model) -> Self {
-        let (nq, nv, nu, k) = (model.nq, model.nv, model.nu, model.contact_points.len());
+        let (nq, nv, nu, k) = (model.nq, model.nv, model.nu, crate::contact::detection::Contacts::capacity(model));
         let ncols = 2 * nv + nu + 1;
         Self {
             data: Data::new(model),
@@ -304,7 +304,7 @@ pub fn transition_jacobians_after_step(
     }
     tw.forces.clear();
     for (c, &i) in ws.contacts.active.iter().enumerate() {
-        let cp = &model.contact_points[i];
+        let cp = &model.contact_points[ws.contacts.point_of(i)];
         let f = contact_force(ws, c, i) / h;
         let centre = ws.contacts.point[i] + cp.radius * ws.contacts.normal[i];
         tw.forces.push(PointForce { body: cp.body, point: centre, force: f });
@@ -313,7 +313,7 @@ pub fn transition_jacobians_after_step(
     tw.forces.extend_from_slice(loads);
     rnea_derivatives_with_forces(model, &mut tw.data, q, v, tw.a_star.as_slice(), &tw.forces);
     for (c, &i) in ws.contacts.active.iter().enumerate() {
-        let cp = &model.contact_points[i];
+        let cp = &model.contact_points[ws.contacts.point_of(i)];
         if cp.radius != 0.0 {
             // tau - J_w^T tau_i with tau_i = -r n x f: pass -tau_i = r n x f.
             let minus_torque = cp.radius * ws.contacts.normal[i].cross(&tw.forces[c].force);
@@ -374,7 +374,7 @@ pub fn transition_jacobians_after_step(
             }
         }
         for (c, &i) in ws.contacts.active.iter().enumerate() {
-            let cp = &model.contact_points[i];
+            let cp = &model.contact_points[ws.contacts.point_of(i)];
             let centre = tw.forces[c].point;
             let nrm = ws.contacts.normal[i];
             point_velocity_derivative(model, &tw.data.o_m_i, cp.body, &centre, tw.v_next.as_slice(), &mut tw.dvc);

@@ -194,7 +194,11 @@ pub enum InitialGuess {
 /// The trotting-in-place reference of [`InitialGuess::Trot`]: diagonal pairs (FL with RR, FR
 /// with RL) swing in turn at `frequency`; a swinging leg's thigh reference rises by
 /// `lift sin(phase)` and its calf's by `-2 lift sin(phase)` over its half period (a knee bend
-/// that lifts the foot about 5 cm at the default 0.4 rad on the quadruped).
+/// that lifts the foot about 5 cm at the default 0.4 rad on the quadruped). With `stride > 0`
+/// every thigh reference also sweeps by `stride cos(phase)` (phase 0 at lift-off): the hip
+/// swings the foot forward while it is in the air and back while it is on the ground, so the
+/// prior walks forward instead of trotting in place (thighs pitch about the lateral axis: a
+/// smaller thigh angle puts the foot further ahead).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrotGuess {
@@ -202,11 +206,13 @@ pub struct TrotGuess {
     pub frequency: f64,
     /// Thigh swing amplitude (rad) \[0.4\].
     pub lift: f64,
+    /// Fore-aft thigh sweep (rad) \[0: in place\].
+    pub stride: f64,
 }
 
 impl Default for TrotGuess {
     fn default() -> Self {
-        Self { frequency: 2.0, lift: 0.4 }
+        Self { frequency: 2.0, lift: 0.4, stride: 0.0 }
     }
 }
 
@@ -266,7 +272,9 @@ impl CitoSettings {
             .positive("kappa", self.kappa)
             .non_negative("delta", self.delta);
         c.check((0.0..=1.0).contains(&self.ramp), "ramp", || format!("{} is outside [0, 1]", self.ramp));
-        c.positive("trot.frequency", self.trot.frequency).non_negative("trot.lift", self.trot.lift);
+        c.positive("trot.frequency", self.trot.frequency)
+            .non_negative("trot.lift", self.trot.lift)
+            .non_negative("trot.stride", self.trot.stride);
         check_horizon(&mut c, self.horizon, self.knot_dt);
         c.finish()?;
         self.weights.validate().map_err(|e| e.within("CitoSettings", "weights"))
@@ -408,7 +416,8 @@ pub fn trot_guess(sim: &Simulation, knots: usize, knot_dt: f64, trot: TrotGuess)
         return Err("the scene's controller is not a joint PD".into());
     };
     let m = &*sim.model;
-    // Per actuator: (phase offset of its leg, thigh or calf gain), or none for a hip.
+    // Per actuator: (phase offset of its leg, thigh or calf lift gain, thigh sweep gain); zero
+    // gains for a hip.
     let mut role = Vec::with_capacity(m.nu);
     for j in m.actuated_joints() {
         let phase = match j.name.split('_').next() {
@@ -416,22 +425,27 @@ pub fn trot_guess(sim: &Simulation, knots: usize, knot_dt: f64, trot: TrotGuess)
             Some("FR" | "RL") => std::f64::consts::PI,
             _ => return Err(format!("joint `{}` is not on a leg named FL, FR, RL or RR", j.name)),
         };
-        let gain = if j.name.ends_with("_thigh_joint") {
-            1.0
+        let (gain, sweep) = if j.name.ends_with("_thigh_joint") {
+            (1.0, 1.0)
         } else if j.name.ends_with("_calf_joint") {
-            -2.0
+            (-2.0, 0.0)
         } else {
-            0.0
+            (0.0, 0.0)
         };
-        role.push((phase, gain));
+        role.push((phase, gain, sweep));
     }
     let omega = std::f64::consts::TAU * trot.frequency;
     Ok(closed_loop_guess(sim, knots, knot_dt, |k, s| {
         let t = k as f64 * knot_dt;
-        let reference = posture
-            .iter()
-            .zip(&role)
-            .map(|(p, &(phase, gain))| p + gain * trot.lift * (omega * t + phase).sin().max(0.0));
+        let reference = posture.iter().zip(&role).map(|(p, &(phase, gain, sweep))| {
+            let psi = omega * t + phase;
+            let lifted = p + gain * trot.lift * psi.sin().max(0.0);
+            if trot.stride == 0.0 {
+                lifted
+            } else {
+                lifted + sweep * trot.stride * psi.cos()
+            }
+        });
         s.controller = Controller::JointPd { kp: *kp, kd: *kd, posture: reference.collect() };
     }))
 }
@@ -559,6 +573,9 @@ pub struct CitoReport {
     pub feet_repositioned: Vec<String>,
     /// Footfalls per foot, in `feet` order (module docs).
     pub footfalls: Vec<usize>,
+    /// Terrain primitive each foot (in `feet` order) touches at the final knot (`None` in the
+    /// air); empty on a terrain of one primitive.
+    pub final_support: Vec<Option<usize>>,
     pub knots: Vec<Knot>,
     /// States (T + 1) and controls (T) of the plan.
     pub xs: Vec<Vec<f64>>,
@@ -648,6 +665,14 @@ pub fn evaluate(p: &CitoProblem, xs: &[DVector<f64>], us: &[DVector<f64>], info:
     let names: Vec<String> = feet.iter().map(|&k| m.contact_points[k].name.clone()).collect();
     let feet_repositioned = repositioned(&knots).into_iter().map(|f| names[f].clone()).collect();
     let footfalls = footfalls(&knots);
+    // The contact geometry of the final knot is still in `ws` (its step was taken last).
+    let raised_terrain = !p.terrain.boxes.is_empty() || !p.terrain.heightfields.is_empty();
+    let final_support = match (raised_terrain, knots.len() == us.len() + 1) {
+        (true, true) => {
+            feet.iter().map(|&k| (ws.contacts.phi[k] <= CONTACT_GAP).then_some(ws.contacts.primitive[k])).collect()
+        }
+        _ => vec![],
+    };
     CitoReport {
         sensitivity: p.sensitivity.name().into(),
         info,
@@ -659,6 +684,7 @@ pub fn evaluate(p: &CitoProblem, xs: &[DVector<f64>], us: &[DVector<f64>], info:
         feet: names,
         feet_repositioned,
         footfalls,
+        final_support,
         knots,
         xs: xs.iter().map(|x| x.as_slice().to_vec()).collect(),
         us: us.iter().map(|u| u.as_slice().to_vec()).collect(),
@@ -759,6 +785,10 @@ pub struct CitoSummary {
     /// platform's height on a step.
     #[serde(default)]
     pub final_foot_height: std::collections::BTreeMap<String, f64>,
+    /// On terrain with steps or heightfields: the primitive each foot touching at the final
+    /// knot stands on (0 the ground, `1 + i` box `i`, then heightfields); absent on flat ground.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_foot_support: Option<std::collections::BTreeMap<String, usize>>,
 }
 
 impl CitoReport {
@@ -782,6 +812,9 @@ impl CitoReport {
                 Some(k) => self.feet.iter().cloned().zip(k.feet.iter().map(|p| p[2])).collect(),
                 None => Default::default(),
             },
+            final_foot_support: (!self.final_support.is_empty()).then(|| {
+                self.feet.iter().zip(&self.final_support).filter_map(|(f, s)| Some((f.clone(), (*s)?))).collect()
+            }),
         }
     }
 }

@@ -110,6 +110,18 @@ pub struct StartsRow {
     /// Mean height of each foot at the final knot (m).
     #[serde(default)]
     pub final_foot_height_mean: BTreeMap<String, f64>,
+    /// On terrain with steps: runs that end with every front foot (a contact point named
+    /// `F*_foot`) touching a raised primitive (a step or heightfield, not the ground).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub front_feet_raised: Option<usize>,
+}
+
+/// Whether a run ends with every front foot on raised terrain (`StartsRow::front_feet_raised`);
+/// `None` on flat ground.
+pub fn front_feet_raised(s: &CitoSummary) -> Option<bool> {
+    let support = s.final_foot_support.as_ref()?;
+    let front: Vec<&String> = s.footfalls.keys().filter(|f| f.starts_with('F') && f.ends_with("foot")).collect();
+    Some(!front.is_empty() && front.iter().all(|f| support.get(*f).is_some_and(|&p| p > 0)))
 }
 
 /// Mean over `runs` of a per-foot value, per foot name of the first run.
@@ -153,6 +165,10 @@ pub fn summarize(runs: &[CitoSummary]) -> StartsRow {
             })
             .count(),
         final_foot_height_mean: per_foot(runs, |r, f| r.final_foot_height.get(f).copied()),
+        front_feet_raised: runs[0]
+            .final_foot_support
+            .is_some()
+            .then(|| runs.iter().filter(|r| front_feet_raised(r) == Some(true)).count()),
     }
 }
 

@@ -65,7 +65,7 @@ impl CsvRecorder {
             let _ = write!(l, ",{x}");
         }
         let c = &sim.ws.contacts;
-        for i in 0..c.k {
+        for i in 0..c.points {
             let lam = &sim.ws.lambda;
             let _ =
                 write!(l, ",{},{},{},{},{:?}", c.phi[i], lam[3 * i], lam[3 * i + 1], lam[3 * i + 2], sim.ws.modes[i]);

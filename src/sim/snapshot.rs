@@ -63,7 +63,8 @@ pub struct Snapshot {
     pub u: DVector<f64>,
     /// `oMi` of every body at `q`.
     pub bodies: Vec<Se3>,
-    /// Every contact candidate, in model order.
+    /// Every contact point's nearest contact, in model order, then the second contacts of
+    /// concave corners that were in the problem ([`crate::contact::detection`]).
     pub contacts: Vec<ContactSnapshot>,
     pub pulls: Vec<PullSnapshot>,
     pub status: StepStatus,
@@ -88,7 +89,10 @@ impl Snapshot {
         let ws = &sim.ws;
         let c = &ws.contacts;
         let stepped = info.is_some();
-        let contacts = (0..c.k)
+        // Every point's nearest contact, then the second contacts in the problem (concave
+        // corners; `Contacts` docs).
+        let contacts = (0..c.points)
+            .chain((c.points..c.k).filter(|i| c.active.contains(i)))
             .map(|i| ContactSnapshot {
                 point: c.point[i],
                 normal: c.normal[i],

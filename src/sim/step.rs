@@ -180,7 +180,7 @@ pub struct StepWorkspace {
 
 impl StepWorkspace {
     pub fn new(model: &Model) -> Self {
-        let (nv, k) = (model.nv, model.contact_points.len());
+        let (nv, k) = (model.nv, Contacts::capacity(model));
         Self {
             data: Data::new(model),
             contacts: Contacts::new(model),
