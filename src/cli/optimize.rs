@@ -138,13 +138,13 @@ pub fn comparison_table(rows: &[CitoSummary]) -> String {
             r.unconverged_jacobians
         );
     }
-    // On a climb: which feet end on the step, under the table (flat-ground tables unchanged).
+    // On a climb: where each foot stood last, under the table (flat-ground tables unchanged).
     let raised: Vec<String> = rows
         .iter()
         .filter_map(|r| Some(format!("{} {}", r.sensitivity, support_text(r.final_foot_support.as_ref()?))))
         .collect();
     if !raised.is_empty() {
-        let _ = writeln!(s, "\nFinal support of each touching foot (0 the ground, 1 the step): {}.", raised.join("; "));
+        let _ = writeln!(s, "\nWhere each foot stood last (0 the ground, 1 the step): {}.", raised.join("; "));
     }
     s
 }
@@ -461,7 +461,7 @@ pub fn starts_table(rows: &[StartsRow]) -> String {
     let raised: Vec<String> =
         rows.iter().filter_map(|r| Some(format!("{} {}/{}", r.sensitivity, r.front_feet_raised?, r.starts))).collect();
     if !raised.is_empty() {
-        let _ = writeln!(s, "\nRuns ending with both front feet on the step: {}.", raised.join(", "));
+        let _ = writeln!(s, "\nRuns whose front feet both stood last on the step: {}.", raised.join(", "));
     }
     s
 }

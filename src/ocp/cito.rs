@@ -573,8 +573,8 @@ pub struct CitoReport {
     pub feet_repositioned: Vec<String>,
     /// Footfalls per foot, in `feet` order (module docs).
     pub footfalls: Vec<usize>,
-    /// Terrain primitive each foot (in `feet` order) touches at the final knot (`None` in the
-    /// air); empty on a terrain of one primitive.
+    /// Terrain primitive each foot (in `feet` order) stood on last (`None`: never touched);
+    /// empty on a terrain of one primitive.
     pub final_support: Vec<Option<usize>>,
     pub knots: Vec<Knot>,
     /// States (T + 1) and controls (T) of the plan.
@@ -604,6 +604,8 @@ pub fn evaluate(p: &CitoProblem, xs: &[DVector<f64>], us: &[DVector<f64>], info:
     let (mut qn, mut vn) = (DVector::zeros(nq), DVector::zeros(nv));
     let (mut max_pen, mut max_cone) = (0.0f64, 0.0f64);
     let mut knots = Vec::with_capacity(us.len() + 1);
+    // The primitive each foot touched last (a foot mid-swing at the end keeps its last stance).
+    let mut last_support: Vec<Option<usize>> = vec![None; feet.len()];
     let mut x = p.x0.clone();
     let mut replayed = vec![x.clone()];
     for i in 0..=us.len() {
@@ -636,11 +638,16 @@ pub fn evaluate(p: &CitoProblem, xs: &[DVector<f64>], us: &[DVector<f64>], info:
         }
         let impulse: Vec<f64> = feet.iter().map(|&k| if i < us.len() { ws.lambda[3 * k] } else { 0.0 }).collect();
         let gap: Vec<f64> = feet.iter().map(|&k| c.phi[k]).collect();
-        let contact = gap
+        let contact: Vec<bool> = gap
             .iter()
             .zip(&impulse)
             .map(|(&g, &l)| g <= CONTACT_GAP && (i == us.len() || l >= CONTACT_IMPULSE))
             .collect();
+        for ((s, &k), &touching) in last_support.iter_mut().zip(&feet).zip(&contact) {
+            if touching {
+                *s = Some(c.primitive[k]);
+            }
+        }
         let mut base = [0.0; 7];
         base.copy_from_slice(&x.as_slice()[..7]);
         knots.push(Knot {
@@ -665,14 +672,8 @@ pub fn evaluate(p: &CitoProblem, xs: &[DVector<f64>], us: &[DVector<f64>], info:
     let names: Vec<String> = feet.iter().map(|&k| m.contact_points[k].name.clone()).collect();
     let feet_repositioned = repositioned(&knots).into_iter().map(|f| names[f].clone()).collect();
     let footfalls = footfalls(&knots);
-    // The contact geometry of the final knot is still in `ws` (its step was taken last).
     let raised_terrain = !p.terrain.boxes.is_empty() || !p.terrain.heightfields.is_empty();
-    let final_support = match (raised_terrain, knots.len() == us.len() + 1) {
-        (true, true) => {
-            feet.iter().map(|&k| (ws.contacts.phi[k] <= CONTACT_GAP).then_some(ws.contacts.primitive[k])).collect()
-        }
-        _ => vec![],
-    };
+    let final_support = if raised_terrain { last_support } else { vec![] };
     CitoReport {
         sensitivity: p.sensitivity.name().into(),
         info,
@@ -785,8 +786,9 @@ pub struct CitoSummary {
     /// platform's height on a step.
     #[serde(default)]
     pub final_foot_height: std::collections::BTreeMap<String, f64>,
-    /// On terrain with steps or heightfields: the primitive each foot touching at the final
-    /// knot stands on (0 the ground, `1 + i` box `i`, then heightfields); absent on flat ground.
+    /// On terrain with steps or heightfields: the primitive each foot stood on last (0 the
+    /// ground, `1 + i` box `i`, then heightfields; a foot in its swing at the end keeps the
+    /// stance it lifted off from); absent on flat ground.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_foot_support: Option<std::collections::BTreeMap<String, usize>>,
 }

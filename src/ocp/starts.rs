@@ -110,8 +110,8 @@ pub struct StartsRow {
     /// Mean height of each foot at the final knot (m).
     #[serde(default)]
     pub final_foot_height_mean: BTreeMap<String, f64>,
-    /// On terrain with steps: runs that end with every front foot (a contact point named
-    /// `F*_foot`) touching a raised primitive (a step or heightfield, not the ground).
+    /// On terrain with steps: runs whose every front foot (a contact point named `F*_foot`)
+    /// stood last on a raised primitive (a step or heightfield, not the ground).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub front_feet_raised: Option<usize>,
 }
