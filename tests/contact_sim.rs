@@ -224,3 +224,34 @@ fn urdf_robot_with_scene_contacts_stands() {
     let e = Scene::from_str(&bad, &path).unwrap_err().to_string();
     assert!(e.contains("robot.contacts[3].frame") && e.contains("HR_TOE"), "{e}");
 }
+
+/// A cube sliding along the ground into a step: its leading bottom corners sit in the concave
+/// corner between the ground and the step's face and touch both. With one contact per point
+/// (the nearest primitive, the ground) the face was ignored until a corner was inside the step
+/// (about 1 cm of penetration here); with the second contact it is never entered.
+#[test]
+fn a_corner_sliding_into_a_step_does_not_enter_it() {
+    let text = r#"Scene(
+        name: "slide_into_step",
+        robot: Builtin(Cube),
+        initial: (base_position: (0.0, 0.0, 0.1), base_linear_velocity: (1.5, 0.0, 0.0)),
+        terrain: (
+            ground: (friction: 0.1),
+            boxes: [(center: (0.5, 0.0, 0.025), size: (0.4, 2.0, 0.05), friction: 0.1)],
+        ),
+        dt: 0.002,
+        duration: 1.0,
+    )"#;
+    let s = Scene::from_str(text, Path::new("slide_into_step.ron")).unwrap();
+    let mut sim = s.simulation();
+    let (mut max_pen, mut touched_face) = (0.0f64, false);
+    for _ in 0..500 {
+        let info = sim.step();
+        assert!(info.status.advanced(), "{:?}", info.status);
+        max_pen = max_pen.max(info.penetration);
+        let c = &sim.ws.contacts;
+        touched_face |= c.active.iter().any(|&i| c.normal[i].x < -0.9 && sim.ws.lambda[3 * i] > 1e-6);
+    }
+    assert!(touched_face, "the step's face never pushed back");
+    assert!(max_pen <= 1e-4, "a corner went {max_pen} m into the terrain");
+}

@@ -219,6 +219,12 @@ fn the_cito_starts_table_is_the_committed_runs() {
         }
         let runs = json(&file.with_file_name("starts.json"))["runs"].as_array().unwrap().len();
         assert_eq!(runs, 15, "{}: 5 starts x 3 sensitivities", file.display());
+        // The climb's criterion (front feet on the step) is a line under its table.
+        for line in md.lines().filter(|l| l.starts_with("Runs whose front feet")) {
+            let quoted = format!("{task}: {line}");
+            assert!(readme.lines().any(|l| l.contains(&quoted)), "README lacks `{quoted}`");
+        }
+        assert_eq!(task == "climb", md.contains("Runs whose front feet"), "{}", file.display());
     }
 }
 

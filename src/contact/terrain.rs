@@ -134,6 +134,13 @@ impl TerrainBox {
     }
 
     fn query(&self, p: &Vector3<f64>) -> (f64, Vector3<f64>) {
+        self.query_excluding(p, None)
+    }
+
+    /// [`TerrainBox::query`], with the faces whose outward normal is within about 25 degrees
+    /// of `away` left out of the nearest-face choice inside the box (the bottom face of a step
+    /// standing on the ground, for a point on the ground).
+    fn query_excluding(&self, p: &Vector3<f64>, away: Option<&Vector3<f64>>) -> (f64, Vector3<f64>) {
         let m = self.placement();
         let local = m.rot.transpose() * (p - m.trans);
         let half = Vector3::from(self.size) * 0.5;
@@ -147,16 +154,18 @@ impl TerrainBox {
             (out_norm, m.rot * n_local)
         } else {
             // Inside: the nearest face (largest, i.e. least negative, d).
-            let k = if d.x >= d.y && d.x >= d.z {
-                0
-            } else if d.y >= d.z {
-                1
-            } else {
-                2
+            let face = |k: usize| {
+                let mut n_local = Vector3::zeros();
+                n_local[k] = if local[k] >= 0.0 { 1.0 } else { -1.0 };
+                m.rot * n_local
             };
-            let mut n_local = Vector3::zeros();
-            n_local[k] = if local[k] >= 0.0 { 1.0 } else { -1.0 };
-            (d[k], m.rot * n_local)
+            let allowed = |k: usize| away.is_none_or(|a| face(k).dot(a) <= 0.9);
+            let k = (0..3).filter(|&k| allowed(k)).fold(None, |best: Option<usize>, k| match best {
+                Some(b) if d[b] >= d[k] => Some(b),
+                _ => Some(k),
+            });
+            let k = k.unwrap_or(2);
+            (d[k], face(k))
         }
     }
 }
@@ -195,13 +204,23 @@ impl Terrain {
     /// Signed distance and outward normal of primitive `i` (numbered as
     /// [`TerrainQuery::primitive`]); `None` for a heightfield outside its rectangle.
     fn primitive_query(&self, i: usize, p: &Vector3<f64>) -> Option<(f64, Vector3<f64>, f64)> {
+        self.primitive_query_excluding(i, p, None)
+    }
+
+    /// [`Terrain::primitive_query`] with a box's faces toward `away` left out inside it.
+    fn primitive_query_excluding(
+        &self,
+        i: usize,
+        p: &Vector3<f64>,
+        away: Option<&Vector3<f64>>,
+    ) -> Option<(f64, Vector3<f64>, f64)> {
         let nb = self.boxes.len();
         if i == 0 {
             let n = self.ground.normal();
             Some((n.dot(&(p - Vector3::new(0.0, 0.0, self.ground.height))), n, self.ground.friction))
         } else if i <= nb {
             let b = &self.boxes[i - 1];
-            let (d, n) = b.query(p);
+            let (d, n) = b.query_excluding(p, away);
             Some((d, n, b.friction))
         } else {
             let hf = &self.heightfields[i - 1 - nb];
@@ -216,28 +235,40 @@ impl Terrain {
     /// step touches both; with one contact per point the face would be ignored until the foot
     /// is inside the step. The exposure test drops surfaces buried in the union (the ground
     /// under a step); the angle test drops the redundant second contact of a seam between
-    /// coplanar primitives.
+    /// coplanar primitives. The second primitive is measured from the first one's surface when
+    /// `p` is inside the first (below).
     pub fn query_pair(&self, p: &Vector3<f64>, within: f64) -> (TerrainQuery, Option<TerrainQuery>) {
         let first = self.query(p);
         let count = 1 + self.boxes.len() + self.heightfields.len();
         if count == 1 {
             return (first, None);
         }
+        // Measured from the first primitive's surface when `p` is inside it: a point sliding on
+        // the ground a few 1e-5 m deep (within the solver's tolerance) next to a step standing
+        // on the ground is below the step's bottom face, whose normal points down and whose
+        // surface is buried in the ground; lifted back to the ground, it sees the step's face.
+        // `LIFT` above the surface, so rounding cannot put it back below; inside a box the face
+        // toward the first primitive (the step's bottom, on the ground) is not a candidate.
+        const LIFT: f64 = 1e-9;
+        let lifted = if first.distance < LIFT { p - first.normal * (first.distance - LIFT) } else { *p };
+        let away = -first.normal;
         let mut second: Option<TerrainQuery> = None;
         for i in (0..count).filter(|&i| i != first.primitive) {
-            if let Some((d, n, friction)) = self.primitive_query(i, p) {
+            if let Some((d, n, friction)) = self.primitive_query_excluding(i, &lifted, Some(&away)) {
                 if d <= within && second.is_none_or(|s| d < s.distance) {
                     second = Some(TerrainQuery { distance: d, normal: n, friction, primitive: i });
                 }
             }
         }
+        // Exposed: a point EXPOSED outside the surface is not inside another primitive (by more
+        // than rounding: the step's face meets the ground at distance 0).
         let second = second.filter(|s| {
             const EXPOSED: f64 = 1e-7;
-            let surface = p - s.normal * (s.distance - EXPOSED);
+            let surface = lifted - s.normal * (s.distance - EXPOSED);
             s.normal.dot(&first.normal) < 0.9
                 && (0..count)
                     .filter(|&j| j != s.primitive)
-                    .all(|j| self.primitive_query(j, &surface).is_none_or(|(d, _, _)| d > 0.0))
+                    .all(|j| self.primitive_query(j, &surface).is_none_or(|(d, _, _)| d > -0.5 * EXPOSED))
         });
         (first, second)
     }
@@ -286,11 +317,21 @@ mod tests {
             boxes: vec![TerrainBox { center: [1.0, 0.0, 0.1], size: [0.4, 2.0, 0.2], yaw: 0.0, friction: 0.5 }],
             heightfields: vec![],
         };
-        // On the ground 1 cm before the step's face: the ground first, the face second.
-        let (a, b) = t.query_pair(&Vector3::new(0.79, 0.0, 0.02), 0.05);
+        // 5 mm above the ground 1 cm before the step's face: the ground first, the face second.
+        let (a, b) = t.query_pair(&Vector3::new(0.79, 0.0, 0.005), 0.05);
         assert_eq!(a.primitive, 0);
         let b = b.expect("the face is a second contact");
         assert!(b.primitive == 1 && (b.distance - 0.01).abs() < 1e-12 && (b.normal + Vector3::x()).norm() < 1e-12);
+        // In the edge itself, a hair into the face and the ground: the face, not the step's
+        // bottom (which is buried in the ground).
+        let (_, b) = t.query_pair(&Vector3::new(0.8 + 1e-7, 0.0, -1e-6), 0.05);
+        let b = b.expect("the face, from inside the edge");
+        assert!((b.normal + Vector3::x()).norm() < 1e-12 && (b.distance + 1e-7).abs() < 1e-12, "{b:?}");
+        // A few 1e-5 m into the ground (the solver's tolerance), at the foot of the face: still
+        // the face, with its own normal.
+        let (a, b) = t.query_pair(&Vector3::new(0.7999, 0.0, -5e-5), 0.05);
+        let b = b.expect("the face, from just below the ground");
+        assert!(a.primitive == 0 && (b.normal + Vector3::x()).norm() < 1e-12 && (b.distance - 1e-4).abs() < 1e-12);
         // Beyond `within`: no second contact.
         assert!(t.query_pair(&Vector3::new(0.70, 0.0, 0.02), 0.05).1.is_none());
         // On top of the step: the ground below is buried in the step, not a contact.
