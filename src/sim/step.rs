@@ -96,15 +96,16 @@ impl StepSettings {
 pub enum StepStatus {
     /// The contact problem was solved to tolerance.
     Ok,
-    /// The contact solver stopped without converging; the state was advanced with its last
-    /// iterate (inside the friction cone).
+    /// The contact solver stopped without converging (its iteration limit, or a Newton matrix
+    /// still singular after a cold, more regularized retry: the solver info says which); the
+    /// state was advanced with its last iterate (inside the friction cone).
     SolverNotConverged,
     /// The mass matrix was not positive definite; the state was not advanced.
     SingularMassMatrix,
     /// NaN or infinity in the input or the result; the state was not advanced.
     NonFinite,
-    /// The contact solver could not factorize its Newton matrix or rejected its input; the
-    /// state was not advanced.
+    /// The contact solver rejected its input or could not factorize its Newton matrix before
+    /// its first step; the state was not advanced.
     SolverFailed,
     /// The resulting velocity exceeds `StepSettings::max_speed`: the state was not advanced.
     Diverged,
@@ -414,6 +415,15 @@ pub fn step(
                 info.status = StepStatus::NonFinite;
                 ws.has_warm_start = false;
                 return info;
+            }
+            // A Newton matrix singular at an interior iterate after every retry: the solver
+            // hands back that iterate (finite, inside the cones), used like a `MaxIterations`
+            // answer and reported as not converged; the solver's info keeps the cause.
+            solver::Status::LinearSolveFailed
+                if info.solver.iterations > 0
+                    && ws.lambda_active.as_slice()[..3 * ws.contacts.n_active()].iter().all(|x| x.is_finite()) =>
+            {
+                info.status = StepStatus::SolverNotConverged
             }
             solver::Status::LinearSolveFailed | solver::Status::InvalidInput => {
                 info.status = StepStatus::SolverFailed;

@@ -15,6 +15,8 @@ const STALL_STEP: f64 = 1e-2;
 const STALL_COUNT: usize = 3;
 /// Re-centering restarts allowed per run.
 const MAX_RESTARTS: usize = 3;
+/// Regularization (relative to `max G_jj`) of the last attempt after a singular Newton matrix.
+const RETRY_REGULARIZATION: f64 = 1e-8;
 /// Fraction to the boundary of a fast-finish step.
 const TAU_MAX: f64 = 1.0 - 1e-9;
 /// Mean complementarity (normalized) below which a fast-finish step is tried.
@@ -286,8 +288,29 @@ impl ContactSolver {
             self.initialize(1.0);
             self.drive(settings, centering, &mut info);
         }
+        // A Newton matrix that stays singular at an interior iterate (seen with sliding contacts
+        // hugging their cone boundaries on a fallen robot, residual 1e-7 to 1e-5): once more
+        // from cold with a stronger regularization (a compliance of `RETRY_REGULARIZATION max
+        // G_jj`, only for the solve's Newton matrices, not the answer's `w`). Forward solves
+        // only; solves that converged or stopped otherwise never get here.
+        if info.status == Status::LinearSolveFailed
+            && matches!(centering, Centering::PredictorCorrector)
+            && settings.regularization < RETRY_REGULARIZATION
+        {
+            let strong = Settings { regularization: RETRY_REGULARIZATION, ..*settings };
+            self.rho = strong.regularization;
+            self.lam[..n].fill(0.0);
+            self.initialize(1.0);
+            self.drive(&strong, centering, &mut info);
+            self.rho = settings.regularization;
+        }
+        // Still singular: the last iterate is kept (finite, strictly inside the cones) with the
+        // status, as after `MaxIterations`, unless the solve never took a step.
+        let stalled = info.status == Status::LinearSolveFailed
+            && info.iterations > 0
+            && self.lam[..n].iter().all(|x| x.is_finite());
 
-        if matches!(info.status, Status::Converged | Status::MaxIterations) {
+        if matches!(info.status, Status::Converged | Status::MaxIterations) || stalled {
             for (o, &l) in lambda.iter_mut().zip(&self.lam[..n]) {
                 *o = l * self.lscale;
             }
