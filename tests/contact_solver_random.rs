@@ -105,6 +105,26 @@ fn random_problems_all_converge_inside_the_cones() {
         pct(0.99),
         iterations.last().copied().unwrap_or(0)
     );
+    if let Ok(out) = std::env::var("CONTACTLAB_RANDOM_OUT") {
+        // `scripts/reproduce solver`: the README's numbers for this test.
+        let by_status = |st: Status| failures.iter().filter(|f| f.1 == st).count();
+        let json = serde_json::json!({
+            "machine": contactlab::io::machine_stamp(),
+            "problems": n,
+            "seed": 16,
+            "converged": iterations.len(),
+            "max_iterations": by_status(Status::MaxIterations),
+            "linear_solve_failed": by_status(Status::LinearSolveFailed),
+            "other_failures": failures.len() - by_status(Status::MaxIterations) - by_status(Status::LinearSolveFailed),
+            "iterations_median": pct(0.5),
+            "iterations_p99": pct(0.99),
+            "iterations_max": iterations.last().copied().unwrap_or(0),
+            "iterates_outside_the_cones": 0,
+        });
+        let path = std::path::Path::new(&out);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        contactlab::io::write_atomic(path, serde_json::to_string_pretty(&json).unwrap().as_bytes()).unwrap();
+    }
     assert!(
         failures.is_empty(),
         "{} of {n} problems did not converge, e.g. {:?}",
