@@ -93,7 +93,9 @@ class Simulation:
     def clear_pulls(self) -> None: ...
     def reset(self) -> None: ...
     def contacts(self) -> dict:
-        """gap [k] (m), impulse [k, 3] (N s), mode: list of k strings."""
+        """Per contact point (k = len(Model.contact_names)), its nearest terrain contact: gap [k]
+        (m), impulse [k, 3] (N s), mode: list of k strings. A second contact in a concave corner
+        (a foot against a step's face) is not listed."""
 
 def transition_jacobians(
     sim: Simulation,
