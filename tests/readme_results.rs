@@ -464,3 +464,46 @@ fn the_long_walk_run_numbers_are_the_committed_run() {
         assert!(readme.contains(&needle), "README lacks `{needle}`");
     }
 }
+
+/// `15032` as the README writes it: `15 032`.
+fn spaced(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The soak and random-problem paragraphs quote `docs/results/soak/soak.json` and
+/// `docs/results/solver/random_problems.json`.
+#[test]
+fn the_soak_and_random_problem_numbers_are_the_committed_runs() {
+    let readme = readme().split_whitespace().collect::<Vec<_>>().join(" ");
+    let soak = json(&root().join("docs/results/soak/soak.json"));
+    let classes = soak["classes"].as_array().unwrap();
+    assert_eq!(classes.len(), 4);
+    let clean = classes.iter().all(|c| c["failed_steps"] == 0 && c["non_finite_states"] == 0);
+    assert_eq!(readme.contains("no failed step and no non-finite state in any class"), clean);
+    let pulled = classes.iter().find(|c| c["class"] == "quadruped, random pulls").unwrap();
+    let quoted = format!("{} steps whose solver did not converge", pulled["not_converged_steps"]);
+    assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+    let quoted = format!("max penetration {:.1e} m", pulled["max_penetration_m"].as_f64().unwrap());
+    assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+
+    let r = json(&root().join("docs/results/solver/random_problems.json"));
+    let n = r["problems"].as_u64().unwrap();
+    let failed = n - r["converged"].as_u64().unwrap();
+    let quoted = format!("{} of {} do not converge", spaced(failed), spaced(n));
+    assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+    let quoted = format!("{} ending in `MaxIterations`", spaced(r["max_iterations"].as_u64().unwrap()));
+    assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+    let quoted = format!(
+        "median {} iterations, p99 {}, max {}",
+        r["iterations_median"], r["iterations_p99"], r["iterations_max"]
+    );
+    assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+}
