@@ -219,7 +219,8 @@ fn urdf_robot_with_scene_contacts_stands() {
     for _ in 0..1000 {
         assert_eq!(sim.step().status, StepStatus::Ok);
     }
-    assert!(sim.ws.modes.iter().all(|m| *m != ContactMode::Separated), "{:?}", sim.ws.modes);
+    // The four feet (the candidates after them are the second contacts of concave corners).
+    assert!(sim.ws.modes[..4].iter().all(|m| *m != ContactMode::Separated), "{:?}", sim.ws.modes);
     let bad = text.replace("HR_FOOT", "HR_TOE");
     let e = Scene::from_str(&bad, &path).unwrap_err().to_string();
     assert!(e.contains("robot.contacts[3].frame") && e.contains("HR_TOE"), "{e}");

@@ -163,7 +163,7 @@ pub struct RolloutGradient {
     pub grad_u: DMatrix<f64>,
     /// `dJ/ds` (zero without a parameter).
     pub grad_param: f64,
-    /// Realized contact mode per step and candidate (T x k).
+    /// Realized contact mode per step and contact point, of its nearest contact (T x points).
     pub modes: Vec<Vec<ContactMode>>,
     /// Steps whose relaxed backward solve hit its iteration limit.
     pub backward_not_converged: usize,
@@ -304,7 +304,7 @@ pub fn rollout_gradient(
             TransitionStatus::BackwardNotConverged => not_converged += 1,
             status => return Err(RolloutError::Step { step: t, time, status }),
         }
-        modes.push(ws.modes.clone());
+        modes.push(ws.modes[..ws.contacts.points].to_vec());
         a_t.push(a);
         b_t.push(b);
         c_t.push(c);
@@ -379,7 +379,7 @@ pub fn rollout_cost(
             return Err(RolloutError::Step { step: t, time: s.t, status: TransitionStatus::StepFailed });
         }
         if let Some(m) = modes.as_deref_mut() {
-            m.push(s.ws.modes.clone());
+            m.push(s.ws.modes[..s.ws.contacts.points].to_vec());
         }
     }
     total += cost.terminal * cost.state(&model, &mut data, s.q.as_slice(), s.v.as_slice(), None);
