@@ -303,6 +303,15 @@ pub fn mpc_pull_sweep(
         md.push('\n');
     }
     md.push_str("Replan times: the median over the runs of each run's median and p95, and the largest of all.\n");
+    // What ended the runs that stopped at a failed step, per status.
+    let mut ended: std::collections::BTreeMap<String, usize> = Default::default();
+    for (status, _) in runs.iter().filter_map(|o| o.failed_step) {
+        *ended.entry(format!("{status:?}")).or_default() += 1;
+    }
+    if !ended.is_empty() {
+        let list: Vec<String> = ended.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        let _ = writeln!(md, "\nRuns ended by a failed step, by the step's status: {}.", list.join(", "));
+    }
     print!("{md}");
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let mut csv = String::from("direction,force_n,controller,recovered,recovery_time_s,max_base_error_m,final_base_error_m,footfalls,trunk_touched,failed_steps,failed_replans,solve_ms_median,solve_ms_p95,solve_ms_max\n");

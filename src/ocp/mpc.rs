@@ -512,6 +512,9 @@ pub struct MpcSummary {
     /// Simulator steps that failed (the run ends at the first).
     #[serde(default)]
     pub failed_steps: usize,
+    /// The failed step's status and the time it was taken from (s after control took over).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_step: Option<(crate::sim::StepStatus, f64)>,
     /// Footfalls per foot over the run: lift-off of at least 1 cm, then touchdown (gap at most
     /// 5 mm), as `cito::footfalls` counts them.
     #[serde(default)]
@@ -627,6 +630,7 @@ pub fn run_closed_loop(
     let (mut cycles, mut trace, mut states) = (Vec::new(), Vec::new(), Vec::new());
     let mut cancelled = false;
     let mut failed_steps = 0;
+    let mut failed_step = None;
     let n_steps = (duration / spec.knot_dt).round() as usize * substeps;
     let started = Instant::now();
     let error = |q: &DVector<f64>| (Vector3::new(q[0], q[1], q[2]) - target).norm();
@@ -639,8 +643,10 @@ pub fn run_closed_loop(
             observe(&cycle);
             cycles.push(cycle);
         }
-        if !sim.step().status.advanced() {
+        let status = sim.step().status;
+        if !status.advanced() {
             failed_steps += 1;
+            failed_step = Some((status, sim.t - t0));
             break;
         }
         watch.record(&sim);
@@ -676,6 +682,7 @@ pub fn run_closed_loop(
         unconverged_jacobians: cycles.iter().map(|c| c.unconverged_jacobians).sum(),
         failed_replans: cycles.iter().filter(|c| c.kept_previous).count(),
         failed_steps,
+        failed_step,
         footfalls: watch.footfalls(&sim),
         trunk_touched: watch.trunk_touched,
     };

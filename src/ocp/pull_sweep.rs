@@ -167,6 +167,9 @@ pub struct PullOutcome {
     pub footfalls: usize,
     pub trunk_touched: bool,
     pub failed_steps: usize,
+    /// The failed step's status and time after control took over (s); the run ended there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_step: Option<(crate::sim::StepStatus, f64)>,
     /// MPC only (0 or NaN for the baseline): replans that failed, and replan wall times (ms).
     pub failed_replans: usize,
     pub solve_ms_median: f64,
@@ -217,6 +220,7 @@ pub fn run_pull(
                 footfalls: m.footfalls.values().sum(),
                 trunk_touched: m.trunk_touched,
                 failed_steps: m.failed_steps,
+                failed_step: m.failed_step,
                 failed_replans: m.failed_replans,
                 solve_ms_median: m.solve_ms_median,
                 solve_ms_p95: m.solve_ms_p95,
@@ -230,10 +234,12 @@ pub fn run_pull(
             sim.pulls = vec![Pull { start: pull.start + t0, ..pull }];
             let mut watch = ContactWatch::new(&sim);
             let steps = (s.run_time() / sim.settings.dt).round() as usize;
-            let (mut errors, mut failed_steps) = (Vec::with_capacity(steps), 0);
+            let (mut errors, mut failed_steps, mut failed_step) = (Vec::with_capacity(steps), 0, None);
             for _ in 0..steps {
-                if !sim.step().status.advanced() {
+                let status = sim.step().status;
+                if !status.advanced() {
                     failed_steps += 1;
+                    failed_step = Some((status, sim.t - t0));
                     break;
                 }
                 watch.record(&sim);
@@ -251,6 +257,7 @@ pub fn run_pull(
                 footfalls: watch.counter.total(),
                 trunk_touched: watch.trunk_touched,
                 failed_steps,
+                failed_step,
                 failed_replans: 0,
                 solve_ms_median: f64::NAN,
                 solve_ms_p95: f64::NAN,
