@@ -236,6 +236,12 @@ fn the_pull_sweep_tables_are_the_committed_runs() {
     for dir in ["pull_sweep", "pull_sweep_3it"] {
         let file = root().join(format!("docs/results/mpc/{dir}/pull_sweep.md"));
         let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        // The line saying which step statuses ended runs is quoted after the file's name.
+        let readme_words = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+        for line in md.lines().filter(|l| l.starts_with("Runs ended by a failed step")) {
+            let quoted = format!("`{dir}`: {line}");
+            assert!(readme_words.contains(&quoted), "README lacks `{quoted}`");
+        }
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| MPC ") || l.starts_with("| joint PD ")).collect();
         assert_eq!(rows.len(), 8, "{}: 4 controllers x 2 directions", file.display());
         for row in rows {
