@@ -34,7 +34,7 @@ fn energy(sim: &mut Simulation) -> f64 {
     kinetic_energy(&model, &sim.ws.data) - model.total_mass() * model.gravity.dot(&c)
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 struct Report {
     steps: usize,
     failed: usize,
@@ -47,33 +47,26 @@ struct Report {
     max_energy_gain: f64,
 }
 
-thread_local! {
-    /// Every class's report, for `CONTACTLAB_SOAK_OUT`.
-    static REPORTS: std::cell::RefCell<Vec<(String, Report)>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// Writes the reports as JSON to `CONTACTLAB_SOAK_OUT` if it is set (`scripts/reproduce soak`
 /// writes `docs/results/soak/soak.json`, the README's soak numbers).
-fn write_reports(n: usize) {
+fn write_reports(n: usize, reports: &[(&str, Report)]) {
     let Ok(out) = std::env::var("CONTACTLAB_SOAK_OUT") else { return };
-    let classes: Vec<serde_json::Value> = REPORTS.with(|all| {
-        all.borrow()
-            .iter()
-            .map(|(name, r)| {
-                serde_json::json!({
-                    "class": name,
-                    "steps": r.steps,
-                    "failed_steps": r.failed,
-                    "first_failures": r.failures.iter().map(|(s, t)| format!("{s:?} at t = {t:.3} s")).collect::<Vec<_>>(),
-                    "not_converged_steps": r.not_converged,
-                    "non_finite_states": r.non_finite,
-                    "max_penetration_m": r.max_penetration,
-                    "min_cone_margin_ns": r.min_cone_margin,
-                    "max_energy_gain_j": r.max_energy_gain,
-                })
+    let classes: Vec<serde_json::Value> = reports
+        .iter()
+        .map(|(name, r)| {
+            serde_json::json!({
+                "class": name,
+                "steps": r.steps,
+                "failed_steps": r.failed,
+                "first_failures": r.failures.iter().map(|(s, t)| format!("{s:?} at t = {t:.3} s")).collect::<Vec<_>>(),
+                "not_converged_steps": r.not_converged,
+                "non_finite_states": r.non_finite,
+                "max_penetration_m": r.max_penetration,
+                "min_cone_margin_ns": r.min_cone_margin,
+                "max_energy_gain_j": r.max_energy_gain,
             })
-            .collect()
-    });
+        })
+        .collect();
     let json = serde_json::json!({
         "machine": contactlab::io::machine_stamp(),
         "steps_per_class": n,
@@ -129,7 +122,6 @@ fn soak(mut sim: Simulation, n: usize, measure_energy: bool, mut every: impl FnM
 /// Prints the report and returns what is wrong with it (all classes run before the verdict).
 fn check(name: &str, r: &Report) -> Vec<String> {
     eprintln!("{name}: {r:?}");
-    REPORTS.with(|all| all.borrow_mut().push((name.to_string(), r.clone())));
     let mut wrong = Vec::new();
     if r.failed > 0 {
         wrong.push(format!("{name}: {} failed steps, first {:?}", r.failed, r.failures));
@@ -166,6 +158,7 @@ fn soak_every_scene_class() {
         }
     });
     let mut wrong = check("quadruped, random pulls", &r);
+    let mut reports = vec![("quadruped, random pulls", r)];
 
     // Tossed cube, thrown again from the scene's initial state every 2 s; no actuation.
     let s = scene("box_toss.ron");
@@ -183,6 +176,7 @@ fn soak_every_scene_class() {
     if r.max_energy_gain >= 1e-3 {
         wrong.push(format!("tossed cube: energy gain {} J in one step", r.max_energy_gain));
     }
+    reports.push(("tossed cube", r));
 
     // Hopper dropped again every 2 s.
     let s = scene("hopper_drop.ron");
@@ -194,11 +188,13 @@ fn soak_every_scene_class() {
         }
     });
     wrong.extend(check("hopper", &r));
+    reports.push(("hopper", r));
 
     // Quadruped on the heightfield.
     let s = scene("quadruped_heightfield.ron");
     let r = soak(s.simulation(), n, false, |_, _| {});
     wrong.extend(check("quadruped on the heightfield", &r));
-    write_reports(n);
+    reports.push(("quadruped on the heightfield", r));
+    write_reports(n, &reports);
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

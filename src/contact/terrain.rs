@@ -133,14 +133,10 @@ impl TerrainBox {
         Se3::new(*r.matrix(), Vector3::from(self.center))
     }
 
-    fn query(&self, p: &Vector3<f64>) -> (f64, Vector3<f64>) {
-        self.query_excluding(p, None)
-    }
-
-    /// [`TerrainBox::query`], with the faces whose outward normal is within about 25 degrees
-    /// of `away` left out of the nearest-face choice inside the box (the bottom face of a step
-    /// standing on the ground, for a point on the ground).
-    fn query_excluding(&self, p: &Vector3<f64>, away: Option<&Vector3<f64>>) -> (f64, Vector3<f64>) {
+    /// Signed distance and outward normal; with `away`, the faces whose outward normal is
+    /// within about 25 degrees of it are left out of the nearest-face choice inside the box
+    /// (the bottom face of a step standing on the ground, for a point on the ground).
+    fn query(&self, p: &Vector3<f64>, away: Option<&Vector3<f64>>) -> (f64, Vector3<f64>) {
         let m = self.placement();
         let local = m.rot.transpose() * (p - m.trans);
         let half = Vector3::from(self.size) * 0.5;
@@ -177,55 +173,39 @@ impl Terrain {
     }
 
     pub fn query(&self, p: &Vector3<f64>) -> TerrainQuery {
+        let count = 1 + self.boxes.len() + self.heightfields.len();
+        // The first of equals wins, the ground first.
+        (1..count).filter_map(|i| self.primitive(i, p, None)).fold(self.ground_query(p), |best, q| {
+            if q.distance < best.distance {
+                q
+            } else {
+                best
+            }
+        })
+    }
+
+    fn ground_query(&self, p: &Vector3<f64>) -> TerrainQuery {
         let n = self.ground.normal();
-        let mut best = TerrainQuery {
-            distance: n.dot(&(p - Vector3::new(0.0, 0.0, self.ground.height))),
-            normal: n,
-            friction: self.ground.friction,
-            primitive: 0,
-        };
-        for (i, b) in self.boxes.iter().enumerate() {
-            let (d, n) = b.query(p);
-            if d < best.distance {
-                best = TerrainQuery { distance: d, normal: n, friction: b.friction, primitive: i + 1 };
-            }
-        }
-        for (i, hf) in self.heightfields.iter().enumerate() {
-            if let Some((d, n)) = hf.query(p) {
-                if d < best.distance {
-                    let primitive = 1 + self.boxes.len() + i;
-                    best = TerrainQuery { distance: d, normal: n, friction: hf.friction, primitive };
-                }
-            }
-        }
-        best
+        let distance = n.dot(&(p - Vector3::new(0.0, 0.0, self.ground.height)));
+        TerrainQuery { distance, normal: n, friction: self.ground.friction, primitive: 0 }
     }
 
-    /// Signed distance and outward normal of primitive `i` (numbered as
-    /// [`TerrainQuery::primitive`]); `None` for a heightfield outside its rectangle.
-    fn primitive_query(&self, i: usize, p: &Vector3<f64>) -> Option<(f64, Vector3<f64>, f64)> {
-        self.primitive_query_excluding(i, p, None)
-    }
-
-    /// [`Terrain::primitive_query`] with a box's faces toward `away` left out inside it.
-    fn primitive_query_excluding(
-        &self,
-        i: usize,
-        p: &Vector3<f64>,
-        away: Option<&Vector3<f64>>,
-    ) -> Option<(f64, Vector3<f64>, f64)> {
+    /// Primitive `i` (numbered as [`TerrainQuery::primitive`]) seen from `p`, a box's faces
+    /// toward `away` left out inside it; `None` for a heightfield outside its rectangle.
+    fn primitive(&self, i: usize, p: &Vector3<f64>, away: Option<&Vector3<f64>>) -> Option<TerrainQuery> {
         let nb = self.boxes.len();
-        if i == 0 {
-            let n = self.ground.normal();
-            Some((n.dot(&(p - Vector3::new(0.0, 0.0, self.ground.height))), n, self.ground.friction))
+        let (distance, normal, friction) = if i == 0 {
+            return Some(self.ground_query(p));
         } else if i <= nb {
             let b = &self.boxes[i - 1];
-            let (d, n) = b.query_excluding(p, away);
-            Some((d, n, b.friction))
+            let (d, n) = b.query(p, away);
+            (d, n, b.friction)
         } else {
             let hf = &self.heightfields[i - 1 - nb];
-            hf.query(p).map(|(d, n)| (d, n, hf.friction))
-        }
+            let (d, n) = hf.query(p)?;
+            (d, n, hf.friction)
+        };
+        Some(TerrainQuery { distance, normal, friction, primitive: i })
     }
 
     /// The nearest primitive ([`Terrain::query`]) and, in a concave corner, a second one: the
@@ -254,9 +234,9 @@ impl Terrain {
         let away = -first.normal;
         let mut second: Option<TerrainQuery> = None;
         for i in (0..count).filter(|&i| i != first.primitive) {
-            if let Some((d, n, friction)) = self.primitive_query_excluding(i, &lifted, Some(&away)) {
-                if d <= within && second.is_none_or(|s| d < s.distance) {
-                    second = Some(TerrainQuery { distance: d, normal: n, friction, primitive: i });
+            if let Some(q) = self.primitive(i, &lifted, Some(&away)) {
+                if q.distance <= within && second.is_none_or(|s| q.distance < s.distance) {
+                    second = Some(q);
                 }
             }
         }
@@ -268,7 +248,7 @@ impl Terrain {
             s.normal.dot(&first.normal) < 0.9
                 && (0..count)
                     .filter(|&j| j != s.primitive)
-                    .all(|j| self.primitive_query(j, &surface).is_none_or(|(d, _, _)| d > -0.5 * EXPOSED))
+                    .all(|j| self.primitive(j, &surface, None).is_none_or(|q| q.distance > -0.5 * EXPOSED))
         });
         (first, second)
     }

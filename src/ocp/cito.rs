@@ -439,12 +439,7 @@ pub fn trot_guess(sim: &Simulation, knots: usize, knot_dt: f64, trot: TrotGuess)
         let t = k as f64 * knot_dt;
         let reference = posture.iter().zip(&role).map(|(p, &(phase, gain, sweep))| {
             let psi = omega * t + phase;
-            let lifted = p + gain * trot.lift * psi.sin().max(0.0);
-            if trot.stride == 0.0 {
-                lifted
-            } else {
-                lifted + sweep * trot.stride * psi.cos()
-            }
+            p + gain * trot.lift * psi.sin().max(0.0) + sweep * trot.stride * psi.cos()
         });
         s.controller = Controller::JointPd { kp: *kp, kd: *kd, posture: reference.collect() };
     }))

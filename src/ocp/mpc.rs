@@ -629,7 +629,6 @@ pub fn run_closed_loop(
     let mut watch = ContactWatch::new(&sim);
     let (mut cycles, mut trace, mut states) = (Vec::new(), Vec::new(), Vec::new());
     let mut cancelled = false;
-    let mut failed_steps = 0;
     let mut failed_step = None;
     let n_steps = (duration / spec.knot_dt).round() as usize * substeps;
     let started = Instant::now();
@@ -645,7 +644,6 @@ pub fn run_closed_loop(
         }
         let status = sim.step().status;
         if !status.advanced() {
-            failed_steps += 1;
             failed_step = Some((status, sim.t - t0));
             break;
         }
@@ -659,6 +657,7 @@ pub fn run_closed_loop(
     ms.sort_by(f64::total_cmp);
     let pct = |p: f64| if ms.is_empty() { f64::NAN } else { ms[((p * (ms.len() - 1) as f64).round()) as usize] };
     let errors: Vec<(f64, f64)> = trace.iter().map(|t| (t.0, t.2)).collect();
+    let failed_steps = usize::from(failed_step.is_some());
     let recovery = if cancelled || failed_steps > 0 { None } else { recovery_time(&errors, pull_end, spec) };
     let recovered = recovery.is_some();
     let summary = MpcSummary {

@@ -234,17 +234,17 @@ pub fn run_pull(
             sim.pulls = vec![Pull { start: pull.start + t0, ..pull }];
             let mut watch = ContactWatch::new(&sim);
             let steps = (s.run_time() / sim.settings.dt).round() as usize;
-            let (mut errors, mut failed_steps, mut failed_step) = (Vec::with_capacity(steps), 0, None);
+            let (mut errors, mut failed_step) = (Vec::with_capacity(steps), None);
             for _ in 0..steps {
                 let status = sim.step().status;
                 if !status.advanced() {
-                    failed_steps += 1;
                     failed_step = Some((status, sim.t - t0));
                     break;
                 }
                 watch.record(&sim);
                 errors.push((sim.t - t0, (Vector3::new(sim.q[0], sim.q[1], sim.q[2]) - target).norm()));
             }
+            let failed_steps = usize::from(failed_step.is_some());
             let recovery = if failed_steps > 0 { None } else { recovery_time(&errors, pull_end, &measure) };
             Ok(PullOutcome {
                 controller: controller.name(),
