@@ -6,11 +6,37 @@
 //! as one), every iterate stay strictly inside the cones, and the answer satisfy Coulomb's law
 //! to the solver's tolerance. The iteration counts are reported (median, p99, max).
 //!
-//! Ignored by default because it fails today: on this distribution 15 % of the problems end in
-//! `MaxIterations` (15 032 of 100 000; median 12 iterations among the converged, p99 50, max
-//! 60); no iterate leaves the cones.
+//! # Every problem has a solution
+//! An SPD `G` always gives a solution. A rank-deficient `G` does not: `w = G lambda + b` only
+//! moves `b` within `range(G) = range(J)`. The first version of this test drew `b` at random
+//! for that class too; of its 33 333 rank-deficient problems 10 249 stalled, and a conic check
+//! (Clarabel) of each stalled one found 49 with no `lambda in K_mu` giving `w_n >= 0` at all (no
+//! solution), 4 333 that fail Cadoux's sufficient condition (some `x` with `G x + b` inside
+//! `K_mu^*`) with `b` far outside `range(G)`, and 5 867 provably solvable; of the 4 783 SPD
+//! stalls all are solvable. So the rank-deficient class is now physical, as time stepping
+//! produces it: `b = J v_free + [phi/h; 0; 0]`, the drawn contact velocities realized through
+//! `v_free` (least squares over the dofs) and a separating contact's normal part a gap
+//! `phi/h >= 0`. A physical `b` is not enough either (28 problems with `b = J v_free` had no
+//! solution): a random `J` need not let the body lift off its contacts. The first dof is made
+//! to lift every contact inside its friction cone (as a floating base does); then `v = t e_1 -
+//! v_free` puts `J v + b` inside `K_mu^*` and a solution exists (Acary, Cadoux, Lemarechal,
+//! Malick 2011). Clarabel confirms the condition on every problem of the set. The SPD problems
+//! are drawn exactly as before.
+//!
+//! # Measured (release, `--ignored --nocapture`)
+//! Before the globalized phase (commit 1a818d1): 7 974 of 100 000 stall (4 783 SPD, 3 191
+//! rank-deficient); median 12 iterations among the converged, p99 47, max 60. With it: 2 747
+//! stall (1 539 SPD, 1 208 rank-deficient); median 12, p99 538, max 1260. No iterate leaves the
+//! cones. Every problem that converged before converges to the same bits in the same number of
+//! iterations: the printed checksum of the Coulomb iteration's answers is `7bae1ab8028d1c5a`
+//! with this generator both at 1a818d1 and with the globalized phase. The stalls
+//! concentrate at `cond(G) >= 1e5` (nine in ten) and at normalized impulses `|lambda| / L >= 100`
+//! (most; the converged answers mostly have `|lambda| / L <= 10`): there the absolute `1e-8`
+//! complementarity asks for `w_n` to ~1e-11 of the terms it sums. Still ignored: the
+//! globalization is not finished.
+//!
 //! `cargo test --release --no-default-features --test contact_solver_random -- --ignored
-//! --nocapture` measures it; the solver's globalization is open work.
+//! --nocapture` measures it.
 
 use contactlab::contact::solver::{ContactSolver, Settings, Status};
 use nalgebra::{DMatrix, DVector};
@@ -30,20 +56,29 @@ fn orthogonal(r: &mut ChaCha8Rng, n: usize) -> DMatrix<f64> {
     random_matrix(r, n, n).qr().q()
 }
 
-/// Problem `trial`: `(G, b, mu)`.
+/// Problem `trial`: `(G, b, mu)`. Rank-deficient problems are physical (module docs).
 fn problem(r: &mut ChaCha8Rng, trial: usize) -> (DMatrix<f64>, Vec<f64>, Vec<f64>) {
     let k = 1 + trial % 8;
     let n = 3 * k;
     let mu: Vec<f64> = (0..k).map(|_| r.random_range(0.05..2.0)).collect();
     let cond = 10f64.powf(r.random_range(0.0..8.0));
+    let mut jac = None;
     let g = if trial % 3 == 2 {
         // Rank-deficient, as a light body with fewer dofs than contact rows: J M^-1 J^T.
         let nv = r.random_range(k.max(2)..=n);
-        let j = random_matrix(r, n, nv);
+        let mut j = random_matrix(r, n, nv);
+        // The first dof lifts every contact off inside its friction cone (as a floating base
+        // does): some velocity separates all contacts, Cadoux's condition for a solution.
+        for i in 0..k {
+            let t = j[(3 * i + 1, 0)].hypot(j[(3 * i + 2, 0)]);
+            j[(3 * i, 0)] = j[(3 * i, 0)].abs() + mu[i] * t + 0.1;
+        }
         let q = orthogonal(r, nv);
         let spectrum = DVector::from_fn(nv, |i, _| cond.powf(-(i as f64) / (nv.max(2) - 1) as f64));
         let minv = &q * DMatrix::from_diagonal(&spectrum) * q.transpose();
-        &j * minv * j.transpose()
+        let g = &j * minv * j.transpose();
+        jac = Some(j);
+        g
     } else {
         let q = orthogonal(r, n);
         let spectrum = DVector::from_fn(n, |_, _| cond.powf(-r.random_range(0.0..1.0)));
@@ -65,11 +100,25 @@ fn problem(r: &mut ChaCha8Rng, trial: usize) -> (DMatrix<f64>, Vec<f64>, Vec<f64
         b[3 * i + 1] = bt * a.cos();
         b[3 * i + 2] = bt * a.sin();
     }
+    if let Some(j) = jac {
+        // Physical: b = J v_free + [phi/h; 0; 0]. The drawn velocities are realized as well as
+        // the dofs allow (v_free by least squares); a separating contact's normal part is a gap.
+        let mut target = DVector::from_column_slice(&b);
+        let mut gap = DVector::zeros(n);
+        for i in 0..k {
+            if target[3 * i] > 1e-6 {
+                gap[3 * i] = target[3 * i];
+                target[3 * i] = 0.0;
+            }
+        }
+        let v_free = j.clone().pseudo_inverse(1e-12).expect("SVD converges") * target;
+        b.copy_from_slice((&j * v_free + gap).as_slice());
+    }
     (g, b, mu)
 }
 
 #[test]
-#[ignore = "fails today (15 % MaxIterations): a measurement of the open globalization work"]
+#[ignore = "fails today (2.7 % stall): a measurement of the open globalization work"]
 fn random_problems_all_converge_inside_the_cones() {
     let n = problems();
     let settings = Settings::default();
@@ -77,6 +126,10 @@ fn random_problems_all_converge_inside_the_cones() {
     let mut r = ChaCha8Rng::seed_from_u64(16);
     let mut iterations = Vec::with_capacity(n);
     let mut failures = Vec::new();
+    // FNV-1a over the bits of every answer the Coulomb iteration itself converges to (at most
+    // `max_iterations`, no warm start here), with its iteration count: the globalized phase must
+    // leave it unchanged, so compare it before and after a solver change.
+    let mut checksum: u64 = 0xcbf2_9ce4_8422_2325;
     for trial in 0..n {
         let (g, b, mu) = problem(&mut r, trial);
         let (mut lambda, mut w) = (vec![0.0; b.len()], vec![0.0; b.len()]);
@@ -87,20 +140,40 @@ fn random_problems_all_converge_inside_the_cones() {
             continue;
         }
         iterations.push(info.iterations);
-        // Coulomb's law at the answer, scaled as the solver measures it.
-        let k = mu.len();
-        for i in 0..k {
-            let (ln, lt) = (lambda[3 * i], lambda[3 * i + 1].hypot(lambda[3 * i + 2]));
-            assert!(ln >= 0.0 && mu[i] * ln - lt >= 0.0, "trial {trial}: contact {i} outside the cone");
+        if info.iterations <= settings.max_iterations {
+            let bits = lambda.iter().chain(&w).map(|x| x.to_bits()).chain([info.iterations as u64]);
+            for byte in bits.flat_map(u64::to_le_bytes) {
+                checksum = (checksum ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        // Coulomb's law at the answer, scaled as the solver measures it: in the cone, no
+        // penetration, `l_n w_n = 0`, and `mu l_n ||w_t|| + l_t . w_t = 0` (sticking, or sliding
+        // against the slip).
+        let (v, l) = (info.velocity_scale, info.impulse_scale);
+        let tol = 1e-6;
+        // Complementarity relative to the largest impulse: w = G lambda + b cannot be computed
+        // to better than about eps n |lambda| (the solver's attainable tolerance).
+        let lscale = l * (lambda.iter().fold(0.0_f64, |m, x| m.max(x.abs())) / l).max(1.0);
+        for (i, &mu) in mu.iter().enumerate() {
+            let (ln, lt) = (lambda[3 * i], [lambda[3 * i + 1], lambda[3 * i + 2]]);
+            let (wn, wt) = (w[3 * i], [w[3 * i + 1], w[3 * i + 2]]);
+            assert!(ln >= 0.0 && mu * ln - lt[0].hypot(lt[1]) >= 0.0, "trial {trial}: contact {i} outside the cone");
+            assert!(wn >= -tol * v, "trial {trial}: contact {i} penetrates, w_n = {wn}");
+            assert!(ln * wn <= tol * v * lscale, "trial {trial}: contact {i}: l_n w_n = {}", ln * wn);
+            let fric = mu * ln * wt[0].hypot(wt[1]) + lt[0] * wt[0] + lt[1] * wt[1];
+            assert!(fric <= tol * v * lscale, "trial {trial}: contact {i}: friction complementarity {fric}");
         }
         assert!(lambda.iter().chain(&w).all(|x| x.is_finite()), "trial {trial}: non-finite answer");
     }
     iterations.sort_unstable();
     let pct = |p: f64| iterations[((p * (iterations.len() - 1) as f64).round()) as usize];
+    let rank_deficient = failures.iter().filter(|f| f.0 % 3 == 2).count();
+    eprintln!("checksum of the Coulomb iteration's answers: {checksum:016x}");
     eprintln!(
-        "{n} problems: {} converged, {} not; iterations median {}, p99 {}, max {}",
+        "{n} problems: {} converged, {} not ({} SPD, {rank_deficient} rank-deficient); iterations median {}, p99 {}, max {}",
         iterations.len(),
         failures.len(),
+        failures.len() - rank_deficient,
         pct(0.5),
         pct(0.99),
         iterations.last().copied().unwrap_or(0)

@@ -9,6 +9,8 @@ use super::{Info, Settings, Status};
 use crate::linalg::{lu_factor, lu_solve, mat_vec, PivotRule};
 use nalgebra::DMatrixView;
 
+mod globalize;
+
 /// A step shorter than this counts towards a stall.
 const STALL_STEP: f64 = 1e-2;
 /// Consecutive short steps that trigger a re-centering restart.
@@ -26,12 +28,14 @@ const FAST_FINISH_MU: f64 = 1e-3;
 /// residual bounds the impulse error only loosely).
 const FAST_FINISH_GAIN: f64 = 1e-3;
 const FAST_FINISH_TOL: f64 = 0.1;
+/// Safety factor on the rounding error of `w` in [`ContactSolver::converged_at_floor`].
+const FLOOR_SAFETY: f64 = 4.0;
 /// Halvings of a step that rounding pushed out of the cone interior.
 const MAX_STEP_CUTS: usize = 60;
 
 /// How the central-path parameter is chosen in a step.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Centering {
+pub(super) enum Centering {
     /// Mehrotra predictor-corrector down to `kappa_target` (the hard solve).
     PredictorCorrector,
     /// Pure Newton on the system relaxed at this `kappa` (normalized units).
@@ -94,6 +98,20 @@ pub struct ContactSolver {
     lscale: f64,
     /// Regularization actually added (normalized).
     rho: f64,
+    /// Globalized phase: convex-problem slack `z` (3k), its saved copy, direction, affine
+    /// direction, primal residual (3k each), and the De Saxce shift `sig` per contact (k).
+    z: Vec<f64>,
+    gbest: Vec<f64>,
+    glam: Vec<f64>,
+    gdlam: Vec<f64>,
+    gdw: Vec<f64>,
+    z0: Vec<f64>,
+    dz: Vec<f64>,
+    az: Vec<f64>,
+    rp: Vec<f64>,
+    sig: Vec<f64>,
+    /// Rows of the approaching contacts in the sticking start (3k).
+    active: Vec<usize>,
 }
 
 impl ContactSolver {
@@ -135,6 +153,17 @@ impl ContactSolver {
             vscale: 1.0,
             lscale: 1.0,
             rho: 0.0,
+            z: vec![0.0; n],
+            gbest: vec![0.0; n],
+            glam: vec![0.0; n],
+            gdlam: vec![0.0; n],
+            gdw: vec![0.0; n],
+            z0: vec![0.0; n],
+            dz: vec![0.0; n],
+            az: vec![0.0; n],
+            rp: vec![0.0; n],
+            sig: vec![0.0; m],
+            active: vec![0; n],
         }
     }
 
@@ -304,6 +333,18 @@ impl ContactSolver {
             self.drive(&strong, centering, &mut info);
             self.rho = settings.regularization;
         }
+        // Globalization: only where the Coulomb iteration stalled (warm and cold), so that every
+        // solve it finishes is bit for bit what it was.
+        if centering == Centering::PredictorCorrector
+            && matches!(info.status, Status::MaxIterations | Status::LinearSolveFailed)
+            && settings.global_iterations > 0
+        {
+            let stalled = info.status;
+            self.globalize(settings, &mut info);
+            if info.status == Status::MaxIterations {
+                info.status = stalled;
+            }
+        }
         // Still singular: the last iterate is kept (finite, strictly inside the cones) with the
         // status, as after `MaxIterations`, unless the solve never took a step.
         let stalled = info.status == Status::LinearSolveFailed
@@ -419,7 +460,7 @@ impl ContactSolver {
                 info.status = Status::NonFinite;
                 break;
             }
-            if residual <= settings.tolerance {
+            if residual <= settings.tolerance || self.converged_at_floor(settings, kappa_res) {
                 info.status = Status::Converged;
                 break;
             }
@@ -678,7 +719,15 @@ impl ContactSolver {
 
     /// `mu_c = sum_i (gamma s + beta^T eta) / (2k)`.
     fn mean_complementarity(&self) -> f64 {
-        self.mean_complementarity_after(0.0)
+        // Not `mean_complementarity_after(0.0)`: that reads the direction, which at the start of
+        // a solve is whatever the previous solve left (`0 * NaN` would leak into this one).
+        let k = self.k;
+        let mut acc = 0.0;
+        for i in 0..k {
+            let (l, w) = (&self.lam[3 * i..3 * i + 3], &self.w[3 * i..3 * i + 3]);
+            acc += l[0] * self.s[i] + self.mu[i] * l[0] * self.psi[i] + l[1] * w[1] + l[2] * w[2];
+        }
+        acc / (2 * k.max(1)) as f64
     }
 
     fn mean_complementarity_after(&self, alpha: f64) -> f64 {
@@ -728,6 +777,35 @@ impl ContactSolver {
             return (f64::NAN, f64::NAN, f64::NAN);
         }
         (prim.max(dev), comp, margin)
+    }
+
+    /// Whether the current iterate meets `settings.tolerance` where it can, and its rounding
+    /// floor where it cannot (`kappa` as for [`Self::residual`]). `w~ = G~ lambda~ + b~` carries
+    /// a rounding error of about `dw = eps (n |lambda~|_inf + |b~|_inf)` (`G~` has unit
+    /// diagonal): the slack equation is held to `max(tol, dw)`, and each complementarity product
+    /// to `max(tol, c_i dw)` with `c_i = (1 + mu_i) gamma~_i + ||l~_t,i||` the impulse it multiplies
+    /// `w` by. Only a soft direction of an ill-conditioned `G` (`|lambda~| >~ 1e3`) lifts a floor
+    /// above the default `1e-8`, so every other solve is judged exactly by `residual <= tol`.
+    pub(super) fn converged_at_floor(&self, settings: &Settings, kappa: f64) -> bool {
+        let n = 3 * self.k;
+        let lam = self.lam[..n].iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        let b = self.bt[..n].iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        let dw = FLOOR_SAFETY * f64::EPSILON * (n as f64 * lam + b);
+        let tol = settings.tolerance;
+        if dw <= tol && dw * (1.0 + lam) * 3.0 <= tol {
+            return false;
+        }
+        (0..self.k).all(|i| {
+            let (l, w) = (&self.lam[3 * i..3 * i + 3], &self.w[3 * i..3 * i + 3]);
+            let (gam, s, psi, mu) = (l[0], self.s[i], self.psi[i], self.mu[i]);
+            let beta = [mu * gam, l[1], l[2]];
+            let j = jordan(beta, [psi, w[1], w[2]]);
+            let cf = tol.max(((1.0 + mu) * gam + norm2(l[1], l[2])) * dw);
+            (s - w[0]).abs() <= tol.max(dw)
+                && (gam * s - kappa).abs() <= cf
+                && (j[0] - kappa).abs() <= cf
+                && j[1].abs().max(j[2].abs()) <= cf
+        })
     }
 
     fn update_w(&mut self) {

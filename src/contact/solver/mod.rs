@@ -83,6 +83,45 @@
 //! `Lambda_i` are those of `Arw(beta)^-1 Arw(eta) diag(mu, 1, 1)`), which is what the
 //! implicit-function derivative needs.
 //!
+//! # Globalization (after a stall)
+//! The friction law is not associated, so the interior-point iteration above has no descent
+//! guarantee: on hard problems (ill-conditioned `G`, impulses far above the scale `L`, strong
+//! normal-tangential coupling in `G`) it jams against a cone boundary. When the whole Coulomb
+//! iteration (warm start, then cold start, each with its stall restarts) ends in
+//! `MaxIterations` or `LinearSolveFailed`, a globalized phase with its own budget
+//! (`global_iterations`) takes over (in the hard solve; fixed-`kappa` solves are not globalized). Every solve that converges without it is bit for bit what
+//! it was (same path, same iterations): the phase only ever starts where the old solver gave up.
+//!
+//! It is the fixed point of Cadoux on the De Saxce shift (Acary, Cadoux, Lemarechal, Malick
+//! 2011): with the shift `sig_i >= 0` frozen, the Coulomb problem becomes the *associated*
+//! (convex) cone complementarity problem
+//!
+//! ```text
+//! beta_i = (mu gamma, l_t) in Q,   z_i = ((w_n + mu sig_i) / mu, w_t) in Q,   beta_i o z_i = 0
+//! ```
+//!
+//! (`z_i in Q` iff `w_i + (mu sig_i, 0, 0)` is in the dual cone `K_mu^*`), the optimality
+//! system of `min 1/2 lambda^T G lambda + (b + c)^T lambda` over `lambda in K_mu`, `c_i = (mu sig_i, 0, 0)`;
+//! at `sig_i = ||w_t,i||` its solution is a Coulomb solution. Each convex problem is solved from a
+//! centered cold start by the same Nesterov-Todd scaled Mehrotra method, with `z` a slack whose
+//! residual `r_p = z - D (G lambda + b + c)` is driven to zero (an infeasible start; reduced
+//! matrix `G~ + blkdiag(D^-1 W^-2 M)`, `D = diag(1/mu, 1, 1)`, `M = diag(mu, 1, 1)`); a monotone
+//! problem, where Mehrotra's method is reliable. Then `sig <- ||w_t(lambda)||`. The fixed point
+//! converges only linearly (and not at all for some large `mu`), so every fixed-point iterate is
+//! also handed to the Coulomb iteration as a warm start (at most 120 iterations, its stall
+//! restarts included), which finishes quadratically when it does not jam; otherwise the fixed
+//! point resumes. This is a safeguarded restart from a sequence of starting points that approach
+//! the solution, not a descent method: there is no convergence guarantee (none is known for the
+//! discrete Coulomb problem with `mu` unrestricted). If the phase does not converge, the best
+//! fixed-point iterate (or the stalled one) is returned with the status the Coulomb iteration
+//! had. Every iterate stays strictly inside the cones.
+//!
+//! What it does, measured on `tests/contact_solver_random.rs` (100 000 problems, k = 1..8,
+//! `cond(G)` up to 1e8, every problem provably solvable): stalls 7 974 -> 2 747 (SPD 4 783 ->
+//! 1 539, rank-deficient 3 191 -> 1 208). The remaining stalls are mostly ill-conditioned
+//! problems (`cond(G) >= 1e5`) whose normalized impulses are large (`|lambda~| >= 100`): there the `1e-8` absolute complementarity asks for `w_n` to ~1e-11 of the terms it is
+//! a sum of. The test's module docs have the classification.
+//!
 //! # Scaling and the residual
 //! Everything is solved in normalized units so that tolerances are dimensionless and the iterates
 //! do not depend on the units of the problem:
@@ -135,10 +174,15 @@
 //! - A. Domahidi, E. Chu, S. Boyd, "ECOS: An SOCP solver for embedded systems", European Control
 //!   Conference (2013).
 //! - L. Vandenberghe, "The CVXOPT linear and quadratic cone program solvers" (2010).
+//! - V. Acary, F. Cadoux, C. Lemarechal, J. Malick, "A formulation of the linear discrete
+//!   Coulomb friction problem via convex optimization", ZAMM 91 (2011): the fixed point on the
+//!   De Saxce shift and the existence condition (some velocity puts `J v + b` inside `K_mu^*`).
+//! - V. Acary, B. Brogliato, "Numerical Methods for Nonsmooth Dynamical Systems", Springer (2008).
 //!
 //! # Layout
 //! [`Settings`], [`Status`] and [`Info`] in `settings.rs`; [`ContactMode`] and the classifiers in
-//! `modes.rs`; the iteration ([`ContactSolver`]) in `interior_point.rs`; the second-order-cone
+//! `modes.rs`; the iteration ([`ContactSolver`]) in `interior_point.rs`, its globalized phase in
+//! `interior_point/fixed_point.rs`; the second-order-cone
 //! algebra (Jordan product, arrow matrices, Nesterov-Todd scaling, step to the boundary) in
 //! `cone.rs`; the dense LU in [`crate::linalg`].
 
