@@ -12,8 +12,9 @@
 //!
 //! Summaries per sensitivity, over the sweep points, against the smoothed truth `g*`:
 //! cosine similarity `<g, g*> / (|g| |g*|)`, relative error `|g - g*| / |g*|`, and sign agreement:
-//! the fraction of points with `|g*_k| > 2 se_k` (a significantly nonzero truth) where
-//! `sign(g_k) = sign(g*_k)` and `g_k` is not zero (below `1e-6 max |g*|`: no sign at all).
+//! the fraction of points with `|g*_k| > 2 se_k` and `|g*_k| > 1e-6 max |g*|` (a significantly
+//! nonzero truth) where `sign(g_k) = sign(g*_k)` and `g_k` is not zero (below `1e-6 max |g*|`:
+//! no sign at all).
 //!
 //! The realized mode strip records, per point and watched contact, the mode at the last step
 //! of the rollout at `s`, and whether the watched contact touched at any step.
@@ -531,9 +532,13 @@ pub fn summarize(points: &[SweepPoint], i: usize) -> Summary {
     let cosine = if ng > 0.0 && nt > 0.0 { dot / (ng * nt) } else { 0.0 };
     let diff = g.iter().zip(&t).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt();
     let rel_error = if nt > 0.0 { diff / nt } else { f64::INFINITY };
-    let significant: Vec<usize> = (0..points.len()).filter(|&k| t[k].abs() > 2.0 * points[k].smoothed_se).collect();
-    // A gradient within 1e-6 of the truth's scale carries no sign: it does not agree.
+    // A value within 1e-6 of the truth's scale carries no sign. A gradient there does not agree;
+    // a truth there is not counted, however small its standard error: where the objective does
+    // not move (a box that sticks) it is rounding noise, whose sign changes with the solver's
+    // stopping point (common random numbers make its standard error as small as itself).
     let zero = 1e-6 * t.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let significant: Vec<usize> =
+        (0..points.len()).filter(|&k| t[k].abs() > 2.0 * points[k].smoothed_se && t[k].abs() > zero).collect();
     let agree = significant.iter().filter(|&&k| g[k].abs() > zero && g[k].signum() == t[k].signum()).count();
     let sign_agreement = if significant.is_empty() { f64::NAN } else { agree as f64 / significant.len() as f64 };
     Summary { cosine, rel_error, sign_agreement }

@@ -125,7 +125,8 @@ impl Settings {
 /// How a solve ended. A solve never panics on bad numbers; it reports here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
-    /// The scaled residual reached the tolerance.
+    /// The scaled residual reached the tolerance, or (where floating point cannot certify the
+    /// tolerance: normalized impulses above about `1e3`) its rounding floor (module docs).
     Converged,
     /// The iteration limit was reached first (and the globalized phase, if enabled, did not
     /// converge either); the last iterate of the Coulomb iteration is returned, or the best
