@@ -426,11 +426,10 @@ fn random_problem(r: &mut ChaCha8Rng, trial: usize) -> (DMatrix<f64>, Vec<f64>, 
     }
 }
 
-/// Known failure: problem 243 of seed 5 (k = 4, PSD with rank 10, one mu = 1.2) stalls at a
-/// scaled residual of ~1e-2 (MaxIterations), the globalized phase included. It has a solution:
-/// some `x` puts `G x + b` well inside `K_mu^*` (Cadoux's condition, checked with Clarabel).
-/// Kept as a regression target.
-const KNOWN_STALLS: [usize; 1] = [243];
+/// Problem 243 of seed 5 (k = 4, PSD with rank 10, one mu = 1.2): the Coulomb iteration stalls
+/// at a scaled residual of ~1e-2 (it has a solution: some `x` puts `G x + b` well inside
+/// `K_mu^*`, Cadoux's condition, checked with Clarabel); the globalized phase solves it.
+const NEEDS_GLOBALIZATION: [usize; 1] = [243];
 
 #[test]
 fn random_problems_satisfy_coulomb() {
@@ -438,29 +437,21 @@ fn random_problems_satisfy_coulomb() {
     let settings = Settings::default();
     let mut solver = ContactSolver::new(4);
     let mut worst = 0;
-    let mut stalled = vec![];
     for trial in 0..400 {
         let (g, b, mu) = random_problem(&mut r, trial);
         let out = solve_with(&mut solver, &settings, &g, &b, &mu, None);
         assert!(out.info.min_iterate_cone_margin > 0.0, "trial {trial}: {:?}", out.info);
-        if out.info.status != Status::Converged {
-            // A stall must still be reported cleanly with finite, cone-feasible output.
-            assert_eq!(out.info.status, Status::MaxIterations, "trial {trial}");
-            assert!(out.lambda.iter().chain(&out.w).all(|x| x.is_finite()));
-            stalled.push(trial);
-            continue;
-        }
         assert_converged(&out.info);
         assert_coulomb(&g, &b, &mu, &out.lambda, &out.w, 1e-6);
-        worst = worst.max(out.info.iterations);
+        if !NEEDS_GLOBALIZATION.contains(&trial) {
+            worst = worst.max(out.info.iterations);
+        }
     }
     assert!(worst <= 40, "worst iteration count {worst}");
-    assert!(stalled.iter().all(|t| KNOWN_STALLS.contains(t)), "new stalls: {stalled:?}");
 }
 
 #[test]
-#[ignore = "known stall of the interior-point method and its globalized phase on a strongly non-associated problem"]
-fn random_problem_243_converges() {
+fn random_problem_243_converges_only_with_the_globalized_phase() {
     let mut r = rng(5);
     let mut problem = None;
     for trial in 0..=243 {
@@ -470,6 +461,14 @@ fn random_problem_243_converges() {
     let out = solve(&g, &b, &mu);
     assert_converged(&out.info);
     assert_coulomb(&g, &b, &mu, &out.lambda, &out.w, 1e-6);
+    assert!(out.info.iterations > Settings::default().max_iterations, "{:?}", out.info);
+    // Without it the Coulomb iteration stalls, reporting cleanly with finite, cone-feasible output.
+    let plain = Settings { global_iterations: 0, ..Settings::default() };
+    let mut solver = ContactSolver::new(4);
+    let out = solve_with(&mut solver, &plain, &g, &b, &mu, None);
+    assert_eq!(out.info.status, Status::MaxIterations);
+    assert!(out.info.min_iterate_cone_margin > 0.0);
+    assert!(out.lambda.iter().chain(&out.w).all(|x| x.is_finite()));
 }
 
 #[test]

@@ -23,17 +23,32 @@
 //! Malick 2011). Clarabel confirms the condition on every problem of the set. The SPD problems
 //! are drawn exactly as before.
 //!
-//! # Measured (release, `--ignored --nocapture`)
-//! Before the globalized phase (commit 1a818d1): 7 974 of 100 000 stall (4 783 SPD, 3 191
-//! rank-deficient); median 12 iterations among the converged, p99 47, max 60. With it: 2 747
-//! stall (1 539 SPD, 1 208 rank-deficient); median 12, p99 538, max 1260. No iterate leaves the
-//! cones. Every problem that converged before converges to the same bits in the same number of
-//! iterations: the printed checksum of the Coulomb iteration's answers is `7bae1ab8028d1c5a`
-//! with this generator both at 1a818d1 and with the globalized phase. The stalls
-//! concentrate at `cond(G) >= 1e5` (nine in ten) and at normalized impulses `|lambda| / L >= 100`
-//! (most; the converged answers mostly have `|lambda| / L <= 10`): there the absolute `1e-8`
-//! complementarity asks for `w_n` to ~1e-11 of the terms it sums. Still ignored: the
-//! globalization is not finished.
+//! # Measured (release, `--ignored --nocapture`, seed 16)
+//! Without the globalized phase (commit 1a818d1): 7 974 of 100 000 stall (4 783 SPD, 3 191
+//! rank-deficient); median 12 iterations among the converged, p99 47, max 60. With Cadoux's
+//! fixed point alone (budget 1200): 2 747. With the rounding floor added: 2 072. With the
+//! restarts before the fixed point and a budget of 3000 (today): 530 (261 SPD, 269
+//! rank-deficient); median 12, p99 599, max 3041. No iterate leaves the cones. The phase's
+//! constants were chosen on seed 17 (30 000 problems), not on this set.
+//!
+//! A problem the Coulomb iteration converges on alone keeps its path, except where the rounding
+//! floor ends it earlier (normalized impulses above about 1e3): the printed checksum of those
+//! answers was `7bae1ab8028d1c5a` with the fixed point alone and is `55967271aaaf297d` with the
+//! floor. Coulomb's law is checked at every converged answer with the complementarity products
+//! relative to the largest impulse (`w` cannot be computed to better than `eps n |lambda|`).
+//!
+//! What is left (classified from a run that printed each failure):
+//! 79 % have a contact with `mu >= 1.5`; 90 % of the SPD ones have `cond(G) >= 1e5`; 264 of the
+//! 269 rank-deficient ones have a numerically singular `G` (smallest eigenvalue below 1e-15 of
+//! the largest); 61 % need normalized impulses `|lambda~| >= 1e3`; 230 are within 1e-8 of a
+//! solution by the relative natural-map residual `|lambda - P_K(lambda - w_hat)| / (1 +
+//! |lambda|)` but not by the solver's residual, which also asks it of the duals. A single contact
+//! (k = 1; seed 17, problem 104) of that kind: the only solution sticks with `|lambda~| ~ 6e6`, `G` of rank 2 with a
+//! second eigenvalue 1e-7 of the first, and every start jams near `lambda = 0`.
+//!
+//! The full run is ignored while it fails (about 1 min); the CI share
+//! ([`first_20000_problems_stall_at_most_as_measured`], a few seconds) runs the first 20 000
+//! problems and holds them to today's count (99 stalls; 402 without the restarts).
 //!
 //! `cargo test --release --no-default-features --test contact_solver_random -- --ignored
 //! --nocapture` measures it.
@@ -117,10 +132,17 @@ fn problem(r: &mut ChaCha8Rng, trial: usize) -> (DMatrix<f64>, Vec<f64>, Vec<f64
     (g, b, mu)
 }
 
-#[test]
-#[ignore = "fails today (2.7 % stall): a measurement of the open globalization work"]
-fn random_problems_all_converge_inside_the_cones() {
-    let n = problems();
+/// What a run over the first `n` problems found.
+struct Report {
+    iterations: Vec<usize>,
+    /// `(trial, status, residual)` of every problem that did not converge.
+    failures: Vec<(usize, Status, f64)>,
+    checksum: u64,
+}
+
+/// Solves the first `n` problems of seed 16, asserting what must hold for every one: every
+/// iterate inside the cones, and Coulomb's law at every converged answer.
+fn run(n: usize) -> Report {
     let settings = Settings::default();
     let mut solver = ContactSolver::new(8);
     let mut r = ChaCha8Rng::seed_from_u64(16);
@@ -152,7 +174,7 @@ fn random_problems_all_converge_inside_the_cones() {
         let (v, l) = (info.velocity_scale, info.impulse_scale);
         let tol = 1e-6;
         // Complementarity relative to the largest impulse: w = G lambda + b cannot be computed
-        // to better than about eps n |lambda| (the solver's attainable tolerance).
+        // to better than about eps n |lambda| (the solver's rounding floor).
         let lscale = l * (lambda.iter().fold(0.0_f64, |m, x| m.max(x.abs())) / l).max(1.0);
         for (i, &mu) in mu.iter().enumerate() {
             let (ln, lt) = (lambda[3 * i], [lambda[3 * i + 1], lambda[3 * i + 2]]);
@@ -166,6 +188,27 @@ fn random_problems_all_converge_inside_the_cones() {
         assert!(lambda.iter().chain(&w).all(|x| x.is_finite()), "trial {trial}: non-finite answer");
     }
     iterations.sort_unstable();
+    Report { iterations, failures, checksum }
+}
+
+/// The CI share of the measurement below: the first 20 000 problems, held to today's count of
+/// stalls (module docs). More stalls fail; fewer ask for the bound to be lowered with the docs.
+#[test]
+fn first_20000_problems_stall_at_most_as_measured() {
+    let report = run(20_000);
+    assert!(
+        report.failures.len() <= 99,
+        "{} of 20 000 problems did not converge (99 measured), e.g. {:?}",
+        report.failures.len(),
+        &report.failures[..report.failures.len().min(10)]
+    );
+}
+
+#[test]
+#[ignore = "fails today (530 of 100 000 stall): a measurement of the open globalization work (1 min in release)"]
+fn random_problems_all_converge_inside_the_cones() {
+    let n = problems();
+    let Report { iterations, failures, checksum } = run(n);
     let pct = |p: f64| iterations[((p * (iterations.len() - 1) as f64).round()) as usize];
     let rank_deficient = failures.iter().filter(|f| f.0 % 3 == 2).count();
     eprintln!("checksum of the Coulomb iteration's answers: {checksum:016x}");
@@ -186,6 +229,8 @@ fn random_problems_all_converge_inside_the_cones() {
             "problems": n,
             "seed": 16,
             "converged": iterations.len(),
+            "stalled_spd": failures.len() - rank_deficient,
+            "stalled_rank_deficient": rank_deficient,
             "max_iterations": by_status(Status::MaxIterations),
             "linear_solve_failed": by_status(Status::LinearSolveFailed),
             "other_failures": failures.len() - by_status(Status::MaxIterations) - by_status(Status::LinearSolveFailed),
