@@ -621,19 +621,8 @@ impl ContactSolver {
             let mu = self.mu[i];
             let beta = [mu * gam, self.lam[3 * i + 1], self.lam[3 * i + 2]];
             let eta = [self.psi[i], self.w[3 * i + 1], self.w[3 * i + 2]];
-            let m = if scaled {
-                let (db, de) = (soc_det(beta), soc_det(eta));
-                let nt = nt_scaling(beta, eta, db, de);
-                self.dets[2 * i] = db;
-                self.dets[2 * i + 1] = de;
-                self.detl[i] = nt.det_l;
-                self.wnt[9 * i..9 * i + 9].copy_from_slice(&nt.w);
-                self.winv[9 * i..9 * i + 9].copy_from_slice(&nt.winv);
-                self.lnt[3 * i..3 * i + 3].copy_from_slice(&nt.l);
-                mat3_mul(&nt.winv, &nt.winv)
-            } else {
-                mat3_mul(&arrow_inverse(beta), &arrow(eta))
-            };
+            let m =
+                if scaled { self.store_nt_scaling(i, beta, eta) } else { mat3_mul(&arrow_inverse(beta), &arrow(eta)) };
             let mut t = m;
             for r in 0..3 {
                 t[3 * r] *= mu;
@@ -648,6 +637,41 @@ impl ContactSolver {
                 }
             }
         }
+    }
+
+    /// `W^-1 r_hat` for contact `i`'s cone pair (scaling from [`Self::store_nt_scaling`]):
+    /// `r_hat = -lambda_nt + kappa lambda_nt^-1`, less `lambda_nt^-1 o ((W^-1 dbeta_a) o (W dx_a))`
+    /// for Mehrotra's corrector when the affine direction `(dbeta_a, dx_a)` is given.
+    pub(super) fn scaled_cone_rhs(&self, i: usize, kappa: f64, affine: Option<([f64; 3], [f64; 3])>) -> [f64; 3] {
+        let l = [self.lnt[3 * i], self.lnt[3 * i + 1], self.lnt[3 * i + 2]];
+        let inv_det = 1.0 / self.detl[i];
+        let winv = &self.winv[9 * i..9 * i + 9];
+        // Arw(l)^-1 (kappa e) = kappa (l0, -l1, -l2) / det(l).
+        let kd = kappa * inv_det;
+        let mut r_hat = [-l[0] + kd * l[0], -l[1] - kd * l[1], -l[2] - kd * l[2]];
+        if let Some((dbeta, dx)) = affine {
+            let c = jordan(mat3_vec(winv, dbeta), mat3_vec(&self.wnt[9 * i..9 * i + 9], dx));
+            let x = arrow_solve(l, inv_det, c);
+            for (r, x) in r_hat.iter_mut().zip(x) {
+                *r -= x;
+            }
+        }
+        mat3_vec(winv, r_hat)
+    }
+
+    /// Nesterov-Todd scaling of contact `i`'s cone pair `(beta, x)`: stores the determinants,
+    /// `W`, `W^-1` and the scaling point (for [`Self::direction`] and the step rule) and returns
+    /// `W^-2` (3x3 row-major).
+    pub(super) fn store_nt_scaling(&mut self, i: usize, beta: [f64; 3], x: [f64; 3]) -> [f64; 9] {
+        let (db, dx) = (soc_det(beta), soc_det(x));
+        let nt = nt_scaling(beta, x, db, dx);
+        self.dets[2 * i] = db;
+        self.dets[2 * i + 1] = dx;
+        self.detl[i] = nt.det_l;
+        self.wnt[9 * i..9 * i + 9].copy_from_slice(&nt.w);
+        self.winv[9 * i..9 * i + 9].copy_from_slice(&nt.winv);
+        self.lnt[3 * i..3 * i + 3].copy_from_slice(&nt.l);
+        mat3_mul(&nt.winv, &nt.winv)
     }
 
     /// Newton direction for target `kappa`, with Mehrotra's second-order term if `corrector`.
@@ -667,23 +691,12 @@ impl ContactSolver {
             let s = self.s[i];
             let r1 = s - self.w[3 * i];
             let mut r2 = gam * s - kappa;
-            let l = [self.lnt[3 * i], self.lnt[3 * i + 1], self.lnt[3 * i + 2]];
-            let inv_det = 1.0 / self.detl[i];
-            let winv = &self.winv[9 * i..9 * i + 9];
-            // Arw(l)^-1 (kappa e) = kappa (l0, -l1, -l2) / det(l).
-            let kd = kappa * inv_det;
-            let mut r_hat = [-l[0] + kd * l[0], -l[1] - kd * l[1], -l[2] - kd * l[2]];
-            if corrector {
+            let affine = corrector.then(|| {
                 r2 += self.alam[3 * i] * self.as_[i];
                 let dbeta = [mu * self.alam[3 * i], self.alam[3 * i + 1], self.alam[3 * i + 2]];
-                let deta = [self.apsi[i], self.aw[3 * i + 1], self.aw[3 * i + 2]];
-                let c = jordan(mat3_vec(winv, dbeta), mat3_vec(&self.wnt[9 * i..9 * i + 9], deta));
-                let x = arrow_solve(l, inv_det, c);
-                for (r, x) in r_hat.iter_mut().zip(x) {
-                    *r -= x;
-                }
-            }
-            let q = mat3_vec(winv, r_hat);
+                (dbeta, [self.apsi[i], self.aw[3 * i + 1], self.aw[3 * i + 2]])
+            });
+            let q = self.scaled_cone_rhs(i, kappa, affine);
             self.dlam[3 * i] = r1 - r2 / gam;
             self.dlam[3 * i + 1] = q[1];
             self.dlam[3 * i + 2] = q[2];

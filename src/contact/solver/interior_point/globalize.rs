@@ -5,7 +5,7 @@
 //! Coulomb iteration. It runs only after the Coulomb iteration has stalled, so every solve that
 //! converges without it is unchanged.
 
-use super::super::cone::{arrow_solve, jordan, mat3_mul, mat3_vec, norm2, nt_scaling, soc_det, soc_step};
+use super::super::cone::{jordan, norm2, soc_det, soc_step};
 use super::{Centering, ContactSolver, MAX_STEP_CUTS, STALL_COUNT, STALL_STEP};
 use crate::contact::solver::{Info, Settings, Status};
 use crate::linalg::{lu_factor, lu_solve, mat_vec, PivotRule};
@@ -242,15 +242,7 @@ impl ContactSolver {
                 let mu = self.mu[i];
                 let beta = [mu * self.lam[3 * i], self.lam[3 * i + 1], self.lam[3 * i + 2]];
                 let z = [self.z[3 * i], self.z[3 * i + 1], self.z[3 * i + 2]];
-                let (db, dz) = (soc_det(beta), soc_det(z));
-                let nt = nt_scaling(beta, z, db, dz);
-                self.dets[2 * i] = db;
-                self.dets[2 * i + 1] = dz;
-                self.detl[i] = nt.det_l;
-                self.wnt[9 * i..9 * i + 9].copy_from_slice(&nt.w);
-                self.winv[9 * i..9 * i + 9].copy_from_slice(&nt.winv);
-                self.lnt[3 * i..3 * i + 3].copy_from_slice(&nt.l);
-                let mut t = mat3_mul(&nt.winv, &nt.winv);
+                let mut t = self.store_nt_scaling(i, beta, z);
                 for r in 0..3 {
                     t[3 * r] *= mu;
                 }
@@ -344,21 +336,11 @@ impl ContactSolver {
         let n = 3 * k;
         for i in 0..k {
             let mu = self.mu[i];
-            let l = [self.lnt[3 * i], self.lnt[3 * i + 1], self.lnt[3 * i + 2]];
-            let inv_det = 1.0 / self.detl[i];
-            let winv = &self.winv[9 * i..9 * i + 9];
-            let kd = kappa * inv_det;
-            let mut r_hat = [-l[0] + kd * l[0], -l[1] - kd * l[1], -l[2] - kd * l[2]];
-            if corrector {
+            let affine = corrector.then(|| {
                 let dbeta = [mu * self.alam[3 * i], self.alam[3 * i + 1], self.alam[3 * i + 2]];
-                let dz = [self.az[3 * i], self.az[3 * i + 1], self.az[3 * i + 2]];
-                let c = jordan(mat3_vec(winv, dbeta), mat3_vec(&self.wnt[9 * i..9 * i + 9], dz));
-                let x = arrow_solve(l, inv_det, c);
-                for (r, x) in r_hat.iter_mut().zip(x) {
-                    *r -= x;
-                }
-            }
-            let q = mat3_vec(winv, r_hat);
+                (dbeta, [self.az[3 * i], self.az[3 * i + 1], self.az[3 * i + 2]])
+            });
+            let q = self.scaled_cone_rhs(i, kappa, affine);
             self.gdlam[3 * i] = mu * (q[0] + self.rp[3 * i]);
             self.gdlam[3 * i + 1] = q[1] + self.rp[3 * i + 1];
             self.gdlam[3 * i + 2] = q[2] + self.rp[3 * i + 2];
