@@ -319,6 +319,23 @@ fn cli_train_and_compare_write_their_files() {
     }
     let c = keys(&cmp.join("comparison.json"));
     assert_eq!(c["rows"].as_array().unwrap().len(), 3);
+
+    // A run whose summary.json exists is reused; --retrain trains it again.
+    let summary = cmp.join("bptt-exact/seed0/summary.json");
+    let mut s = keys(&summary);
+    s["final_return"] = serde_json::json!(12345.0);
+    std::fs::write(&summary, serde_json::to_string(&s).unwrap()).unwrap();
+    let again = |retrain: bool| {
+        let mut args = vec!["compare-learning", "scenes/learn_stand.ron", "--seeds", "0", "--bptt-steps", "400"];
+        args.extend(["--algorithms", "bptt-exact", "--out", cmp.to_str().unwrap()]);
+        if retrain {
+            args.push("--retrain");
+        }
+        assert!(contactlab(&args).status.success());
+        keys(&summary)["final_return"].as_f64().unwrap()
+    };
+    assert_eq!(again(false), 12345.0, "reused without --retrain");
+    assert_ne!(again(true), 12345.0, "trained again with --retrain");
 }
 
 #[test]

@@ -65,6 +65,7 @@ pub fn compare(
     algorithms: &str,
     bptt_steps: Option<usize>,
     ppo_steps: usize,
+    retrain: bool,
     out: &Path,
 ) -> Result<()> {
     let sc = Scene::load(scene)?;
@@ -75,6 +76,7 @@ pub fn compare(
         algorithms: algorithms.split(',').map(|s| s.trim().to_string()).collect(),
         bptt_steps,
         ppo_steps,
+        retrain,
     };
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let (_, table) = compare_learners(&task, &settings, out)?;

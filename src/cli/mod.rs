@@ -168,7 +168,7 @@ enum Command {
     },
     /// Several seeds of BPTT (relaxed, exact) and PPO on the scene's `learn` task; writes
     /// DIR/comparison.md, DIR/comparison.json and DIR/learning.png (runs in DIR/<learner>/seed<S>/
-    /// are reused when their summary.json exists).
+    /// are reused when their summary.json exists, unless --retrain).
     CompareLearning {
         /// Scene file with a `learn` section (default scenes/learn_stand.ron).
         #[arg(default_value = "scenes/learn_stand.ron")]
@@ -185,6 +185,9 @@ enum Command {
         /// Simulated-step budget of each PPO run.
         #[arg(long, default_value_t = 1_000_000)]
         ppo_steps: usize,
+        /// Train every run again, even one whose summary.json exists (scripts/reproduce does).
+        #[arg(long)]
+        retrain: bool,
         #[arg(long)]
         out: PathBuf,
     },
@@ -328,8 +331,8 @@ pub fn run() -> Result<()> {
         Some(Command::Train { algorithm, scene, seed, steps, sensitivity, lr, batch, out }) => {
             learn::train(&algorithm, &scene, seed, steps, sensitivity, lr, batch, &out)
         }
-        Some(Command::CompareLearning { scene, seeds, algorithms, bptt_steps, ppo_steps, out }) => {
-            learn::compare(&scene, &seeds, &algorithms, bptt_steps, ppo_steps, &out)
+        Some(Command::CompareLearning { scene, seeds, algorithms, bptt_steps, ppo_steps, retrain, out }) => {
+            learn::compare(&scene, &seeds, &algorithms, bptt_steps, ppo_steps, retrain, &out)
         }
         Some(Command::Gradcheck {
             scene,

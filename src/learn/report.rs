@@ -285,6 +285,8 @@ pub struct CompareSettings {
     /// Simulated-step budgets of the BPTT runs and the PPO runs.
     pub bptt_steps: usize,
     pub ppo_steps: usize,
+    /// Train every run, even one whose `summary.json` already exists (otherwise it is reused).
+    pub retrain: bool,
 }
 
 /// One row of the comparison table.
@@ -560,20 +562,22 @@ pub fn compare_table(rows: &[CompareRow], target: f64) -> String {
     s
 }
 
-/// Runs (or reuses) every seed of every learner and writes the comparison files.
+/// Runs (or, unless `retrain`, reuses) every seed of every learner and writes the comparison
+/// files.
 pub fn compare(task: &Task, s: &CompareSettings, out: &Path) -> Result<(Vec<CompareRow>, String)> {
     let mut curves = Vec::new();
     for name in &s.algorithms {
         let algo = Algorithm::parse(name, task)?;
         for &seed in &s.seeds {
             let dir: PathBuf = out.join(algo.name()).join(format!("seed{seed}"));
-            if !dir.join("summary.json").exists() {
+            let train = s.retrain || !dir.join("summary.json").exists();
+            if train {
                 let steps = if algo == Algorithm::Ppo { s.ppo_steps } else { s.bptt_steps };
                 eprintln!("{} seed {seed}: {steps} simulated steps -> {}", algo.name(), dir.display());
                 let r = run_train(task, algo, seed, steps, None, None, &dir, true)?;
                 eprintln!("  final return {:.3} (target {:.3}) in {:.1} s", r.final_return, r.target_return, r.seconds);
             }
-            if task.kind == super::task::TaskKind::Walk && !dir.join("walk.json").exists() {
+            if task.kind == super::task::TaskKind::Walk && (train || !dir.join("walk.json").exists()) {
                 let policy = super::Policy::load(&dir.join("policy.json"))
                     .with_context(|| format!("{}: policy.json", dir.display()))?;
                 let w = super::gait::evaluate_walk(
