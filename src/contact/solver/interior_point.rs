@@ -799,6 +799,9 @@ impl ContactSolver {
     /// to `max(tol, c_i dw)` with `c_i = (1 + mu_i) gamma~_i + ||l~_t,i||` the impulse it multiplies
     /// `w` by. Only a soft direction of an ill-conditioned `G` (`|lambda~| >~ 1e3`) lifts a floor
     /// above the default `1e-8`, so every other solve is judged exactly by `residual <= tol`.
+    /// The per-contact test runs only once `dw > tol` or `3 (1 + |lambda~|_inf) dw > tol`; for
+    /// `mu > 1` a contact's `c_i` can exceed that bound, so the floor is applied conservatively
+    /// there (a solve may iterate on where the floor alone would have let it stop).
     pub(super) fn converged_at_floor(&self, settings: &Settings, kappa: f64) -> bool {
         let n = 3 * self.k;
         let lam = self.lam[..n].iter().fold(0.0_f64, |m, x| m.max(x.abs()));
