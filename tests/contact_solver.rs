@@ -232,7 +232,7 @@ fn recovers_planted_sliding_solutions() {
         let err = max_abs_diff(&out.lambda, &planted_lambda);
         assert!(err < 1e-6, "trial {trial}: |lambda - planted| = {err:e}");
         let mut modes = vec![ContactMode::Separated; k];
-        classify_all(&out.lambda, &out.w, &mu, &settings, &mut modes);
+        classify_all(&out.lambda, &out.w, g.as_view(), &settings, &mut modes);
         for (i, (kind, mode)) in kinds.iter().zip(&modes).enumerate() {
             let expected = match kind {
                 Kind::Stick => ContactMode::Sticking,
@@ -322,7 +322,8 @@ fn far_contacts_come_out_separated() {
     #[allow(clippy::needless_range_loop)] // i indexes lambda, w and mu together
     for i in 4..8 {
         assert!(out.lambda[3 * i] <= 1e-8 * l, "far contact {i}: {}", out.lambda[3 * i]);
-        let mode = classify(&out.lambda[3 * i..3 * i + 3], &out.w[3 * i..3 * i + 3], mu[i], &Settings::default());
+        let mode =
+            classify(&out.lambda[3 * i..3 * i + 3], &out.w[3 * i..3 * i + 3], g[(3 * i, 3 * i)], &Settings::default());
         assert_eq!(mode, ContactMode::Separated);
     }
 }

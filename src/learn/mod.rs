@@ -12,6 +12,8 @@
 //!   cost of transport, push survival);
 //! - [`grad_stats`]: BPTT's policy gradient norm and variance against the rollout length, and
 //!   the contact changes along the rollouts;
+//! - [`smoothed`]: BPTT's policy gradient against a Gaussian-smoothed finite-difference
+//!   reference of the rollout loss, with widths matched in action space;
 //! - [`ppo`]: the PPO baseline on the same task and simulator;
 //! - [`report`]: the `train` and `compare-learning` commands' files (CSV, JSON, PNG);
 //! - [`contactnets`]: learning the contact geometry of a tossed cube from real trajectories.
@@ -25,6 +27,7 @@ pub mod policy;
 pub mod ppo;
 pub mod report;
 pub mod settings;
+pub mod smoothed;
 pub mod task;
 
 pub use bptt::{train_bptt, BpttSettings, IterLog, TrainResult, TrainStatus};

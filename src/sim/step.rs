@@ -330,7 +330,8 @@ pub fn stage_solve(ws: &mut StepWorkspace, settings: &solver::Settings) -> solve
             ws.w[3 * i + r] = ws.w_active[3 * a + r];
         }
         let r = 3 * a..3 * a + 3;
-        ws.modes[i] = classify(&ws.lambda_active.as_slice()[r.clone()], &ws.w_active.as_slice()[r], ws.mu[a], settings);
+        let g_nn = ws.delassus[(3 * a, 3 * a)];
+        ws.modes[i] = classify(&ws.lambda_active.as_slice()[r.clone()], &ws.w_active.as_slice()[r], g_nn, settings);
     }
     info
 }

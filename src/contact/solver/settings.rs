@@ -33,11 +33,9 @@ pub struct Settings {
     /// Friction coefficients below this are raised to it (the cone must have an interior).
     /// Default `1e-6`, range `(0, 1e-2]`.
     pub friction_floor: f64,
-    /// Mode threshold: `Separated` if `l_n` is at most this (N s). Default `1e-9`, range `[0, inf)`.
+    /// Mode threshold: `Separated` if `l_n` is at most this (N s), or if `w_n >= G_nn l_n`
+    /// (module docs, *Realized modes*). Default `1e-9`, range `[0, inf)`.
     pub separated_impulse: f64,
-    /// Mode threshold relative to the largest `l_n` (used by [`classify_all`](super::classify_all)). Default `1e-6`,
-    /// range `[0, 1)`.
-    pub separated_impulse_rel: f64,
     /// Mode threshold: `Sticking` if `||w_t||` is at most this (m/s). Default `1e-6`,
     /// range `[0, inf)`.
     pub sticking_velocity: f64,
@@ -55,7 +53,6 @@ impl Default for Settings {
             warm_start_mu: 1e-6,
             friction_floor: 1e-6,
             separated_impulse: 1e-9,
-            separated_impulse_rel: 1e-6,
             sticking_velocity: 1e-6,
         }
     }
@@ -106,12 +103,6 @@ impl Settings {
             s.separated_impulse,
             s.separated_impulse >= 0.0 && s.separated_impulse.is_finite(),
             "[0, inf)",
-        )?;
-        check(
-            "separated_impulse_rel",
-            s.separated_impulse_rel,
-            (0.0..1.0).contains(&s.separated_impulse_rel),
-            "[0, 1)",
         )?;
         check(
             "sticking_velocity",
