@@ -100,7 +100,8 @@ fn far_target_repositions_a_foot_without_a_schedule() {
         let i = r.feet.iter().position(|n| n == f).unwrap();
         assert!(r.knots.iter().any(|k| !k.contact[i]) && last.gap[i] <= cito::CONTACT_GAP, "{f}");
     }
-    // The exact sensitivity, blind to the foot in the air, ends clearly worse.
+    // The exact sensitivity, blind to the foot in the air, ends higher: by little (68.7 against
+    // 65.7, 10.8 mm short against 8.4), but from all five perturbed starts of the README's table.
     assert!(exact.info.cost > r.info.cost, "exact {} vs relaxed {}", exact.info.cost, r.info.cost);
 }
 
@@ -184,11 +185,13 @@ fn footfalls_count_lift_offs_that_land() {
 /// contact schedule; moving reference, the trot prior as the warm start, foot clearance, the
 /// same for every sensitivity). From the perturbed start of seed 0 (the first of the five starts
 /// behind `docs/results/cito_starts/turn`), the relaxed sensitivity reaches the target with
-/// every foot stepping at least twice; the exact sensitivity, from the same warm start, ends in
-/// a local optimum that costs more than twice as much (it was 250 against 102). The test fails if
-/// the locomotion shaping, the trot prior or the relaxed sensitivity's look-ahead is lost.
+/// every foot stepping at least twice, and the exact sensitivity, from the same warm start,
+/// finds a gait of the same cost (103.0 against 102.3). Before the realized modes compared
+/// `w_n` with `G_nn l_n` (contact::solver, *Realized modes*) the exact sensitivity
+/// differentiated lifting feet as sliding and ended at 2.4 times the cost (250 against 102);
+/// the test fails if the locomotion shaping or the trot prior is lost, or if that comes back.
 #[test]
-fn turn_in_place_steps_every_foot_twice_and_relaxed_finds_the_cheaper_gait() {
+fn turn_in_place_steps_every_foot_twice_with_relaxed_and_exact() {
     use contactlab::ocp::starts::{perturbed, succeeded, StartNoise, STEPPING_FOOTFALLS};
     let s = scene("cito_turn.ron");
     let settings = s.cito_settings().unwrap();
@@ -212,10 +215,14 @@ fn turn_in_place_steps_every_foot_twice_and_relaxed_finds_the_cheaper_gait() {
     };
     let relaxed = run(settings.sensitivity());
     assert_eq!(relaxed.sensitivity, "relaxed");
-    assert!(succeeded(&relaxed.summary("cito_turn")), "relaxed: {:.1} mm", 1e3 * relaxed.pose_error_m);
-    assert!(relaxed.footfalls.iter().all(|&n| n >= STEPPING_FOOTFALLS), "relaxed footfalls {:?}", relaxed.footfalls);
     let exact = run(Sensitivity::Exact);
-    assert!(exact.info.cost > 2.0 * relaxed.info.cost, "exact {} vs relaxed {}", exact.info.cost, relaxed.info.cost);
+    for r in [&relaxed, &exact] {
+        let name = &r.sensitivity;
+        assert!(succeeded(&r.summary("cito_turn")), "{name}: {:.1} mm", 1e3 * r.pose_error_m);
+        assert!(r.footfalls.iter().all(|&n| n >= STEPPING_FOOTFALLS), "{name}: footfalls {:?}", r.footfalls);
+    }
+    let ratio = exact.info.cost / relaxed.info.cost;
+    assert!((ratio - 1.0).abs() < 0.05, "exact {} vs relaxed {}", exact.info.cost, relaxed.info.cost);
 }
 
 /// The trot prior needs the scene's joint PD and the quadruped's leg names, and says so; its

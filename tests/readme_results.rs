@@ -385,9 +385,12 @@ fn the_walk_tables_and_numbers_are_the_committed_results() {
     has(format!("smallest per-cycle lift\n  {:.4} m", fold(&l, true)));
     has(format!("seed 0 walks in {} of 24 episodes", ppo_fail[0]["walk"]["walking"]));
     let runs = c["runs"].as_array().unwrap();
-    let secs: Vec<f64> = runs.iter().filter(|r| r["algorithm"] == "ppo").map(|r| f(r, "seconds")).collect();
-    has(format!("(PPO {:.1} and {:.1} s)", secs[0], secs[1]));
-    has(format!("took {:.1}-{:.1} s", fold(&secs[2..], true), fold(&secs[2..], false)));
+    let secs = |ppo: bool| -> Vec<f64> {
+        runs.iter().filter(|r| (r["algorithm"] == "ppo") == ppo).map(|r| f(r, "seconds")).collect()
+    };
+    let (b, p) = (secs(false), secs(true));
+    has(format!("a BPTT run took {:.1}-{:.1} s", fold(&b, true), fold(&b, false)));
+    has(format!("a PPO run {:.1}-{:.1} s", fold(&p, true), fold(&p, false)));
     let lost: Vec<f64> = runs
         .iter()
         .filter(|r| r["algorithm"] == "ppo")
@@ -438,6 +441,25 @@ fn the_walk_tables_and_numbers_are_the_committed_results() {
         f(t50, "variance").sqrt(),
         (f(t50, "variance") / 32.0).sqrt()
     ));
+    // The smoothed-reference measurement: its table verbatim, and the counts the text quotes.
+    assert_eq!(rows_in_readme("docs/results/learning/walk/smoothed_gradient.md"), 17);
+    let sm = json(&dir.join("smoothed_gradient.json"));
+    let policies = sm["policies"].as_array().unwrap();
+    assert!(policies.iter().all(|p| p["lift_offs"] == 6 && p["touchdowns"] == 4));
+    has("feet lift off 6\n  times and touch down 4 times".to_string());
+    let relaxed_name = format!("relaxed(kappa={:e})", f(&sm, "kappa"));
+    let closer_along_gradient: u64 = sm["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["directions"] == "gradient" && f(r, "sigma_action") == 1e-2)
+        .map(|r| {
+            let s = r["sensitivities"].as_array().unwrap().iter().find(|s| s["sensitivity"] == relaxed_name.as_str());
+            s.unwrap()["closer_than_exact"].as_u64().unwrap()
+        })
+        .sum();
+    assert_eq!(closer_along_gradient, 14, "relaxed closer than exact along every gradient direction at 1e-2");
+    has("closer than exact in all 14 gradient directions".to_string());
     // go1.
     let go1 = json(&root().join("docs/results/learning/walk_go1/comparison.json"));
     let gr = go1["runs"].as_array().unwrap();

@@ -183,11 +183,11 @@
 //! The second test decides which side of the normal complementarity `0 <= l_n _|_ w_n >= 0` is
 //! zero by comparing the two in one unit: the normal velocity `w_n` against `G_nn l_n`, the
 //! velocity the contact's own impulse makes. It is needed because an interior-point answer
-//! leaves `l_n w_n` at about the final centering: a contact that separates slowly keeps a
-//! residual impulse of about `mu / w_n`, which an absolute threshold alone labels as pressing.
+//! leaves `l_n w_n` at about the final centering `c`: a contact that separates slowly keeps a
+//! residual impulse of about `c / w_n`, which an absolute threshold alone labels as pressing.
 //! The exact sensitivity then differentiates a constraint that is not there (a foot lifting off
 //! at 1 cm/s with `l_n = 3e-9` N s gave a transition Jacobian off by 140 %, and BPTT's
-//! gradient of a 2-step walk rollout off by 45 %; `tests/transition.rs`).
+//! gradient of a 2-step walk rollout off by 45 %; `tests/learn_walk_gradient.rs`).
 //!
 //! # References
 //! - T. Howell, S. Le Cleac'h, J. Bruedigam, Z. Kolter, M. Schwager, Z. Manchester,

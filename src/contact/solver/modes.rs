@@ -21,7 +21,7 @@ pub enum ContactMode {
 pub fn classify(lambda_i: &[f64], w_i: &[f64], g_nn: f64, settings: &Settings) -> ContactMode {
     // An interior-point answer leaves `l_n w_n` at about the final centering on both sides of
     // the normal complementarity, so a separating contact keeps a residual impulse of about
-    // `mu / w_n`: above any absolute threshold when it separates slowly. The side of the
+    // `centering / w_n`: above any absolute threshold when it separates slowly. The side of the
     // complementarity that is zero is the one that is small against the other, measured in
     // velocity: the normal velocity against what the contact's own impulse produces.
     if lambda_i[0] <= settings.separated_impulse || w_i[0] >= g_nn * lambda_i[0] {
