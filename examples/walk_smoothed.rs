@@ -18,11 +18,9 @@ use contactlab::diff::SensitivityKind;
 use contactlab::io::write_atomic;
 use contactlab::learn::bptt::{self, BpttWork};
 use contactlab::learn::mlp::Activation;
-use contactlab::learn::smoothed::{compare_along, unit, DirectionReference};
-use contactlab::learn::task::{Command, Env, Episode, Task};
+use contactlab::learn::smoothed::{compare_along, contact_events, moving_start, unit, DirectionReference};
 use contactlab::learn::Policy;
 use contactlab::scene::Scene;
-use nalgebra::DVector;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
@@ -34,40 +32,6 @@ const INITIAL_SEEDS: [u64; 6] = [3, 4, 5, 6, 7, 8];
 const RANDOM_DIRECTIONS: usize = 12;
 const SIGMA_ACTIONS: [f64; 4] = [3e-4, 1e-3, 1e-2, 3e-2];
 const POINTS: usize = 161;
-
-/// The test's rollout (module docs).
-fn episode(task: &Task) -> Episode {
-    let mut v0 = DVector::zeros(task.model.nv);
-    v0[0] = 0.4;
-    Episode {
-        q0: task.q_stand.clone(),
-        v0,
-        command: Command { speed: 0.4, phase: -0.3, ..Command::default() },
-        pushes: vec![],
-    }
-}
-
-/// Lift-offs and touchdowns of the feet along `policy`'s rollout of `ep`.
-fn contact_events(task: &Task, policy: &Policy, ep: &Episode) -> (usize, usize) {
-    let mut env = Env::new(task);
-    env.reset(task, ep);
-    let mut cache = Default::default();
-    let (mut lift_offs, mut touchdowns) = (0, 0);
-    let mut prev: Vec<bool> = task.feet.iter().map(|_| true).collect();
-    for _ in 0..task.steps {
-        let a = policy.action(&env.obs.clone(), &mut cache);
-        if env.step(task, &a, None).is_none() {
-            break;
-        }
-        for (k, f) in task.feet.iter().enumerate() {
-            let c = env.ws.lambda[3 * f.contact] > 1e-6;
-            lift_offs += (prev[k] && !c) as usize;
-            touchdowns += (!prev[k] && c) as usize;
-            prev[k] = c;
-        }
-    }
-    (lift_offs, touchdowns)
-}
 
 #[derive(serde::Serialize)]
 struct PolicyResult {
@@ -100,7 +64,7 @@ fn main() -> anyhow::Result<()> {
     trained.check(&task).map_err(anyhow::Error::msg)?;
     let out = Path::new(&args[2]);
     std::fs::create_dir_all(out)?;
-    let ep = episode(&task);
+    let ep = moving_start(&task);
     let (k, d) = (task.spec.kappa, task.spec.delta);
     let sens = [
         ("exact".to_string(), SensitivityKind::Exact.with(k, d)),

@@ -9,10 +9,9 @@ use contactlab::diff::{Sensitivity, SensitivityKind};
 use contactlab::learn::bptt::{self, BpttWork};
 use contactlab::learn::mlp::Activation;
 use contactlab::learn::policy::Policy;
-use contactlab::learn::smoothed::{compare_along, moved, unit};
-use contactlab::learn::task::{Command, Env, Episode, Task};
+use contactlab::learn::smoothed::{compare_along, contact_events, moved, moving_start, unit};
+use contactlab::learn::task::{Env, Episode, Task};
 use contactlab::scene::Scene;
-use nalgebra::DVector;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use std::path::{Path, PathBuf};
@@ -22,20 +21,6 @@ fn walk_task(steps: usize) -> Task {
     let mut task = sc.task(sc.learn_settings().unwrap()).unwrap();
     task.steps = steps;
     task
-}
-
-/// Moving at the command from the settled stance; the diagonal pair with phase offset 0 starts
-/// its swing after 2-3 steps (lift-off) and lands after ~27 (touchdown), the other pair lifts
-/// off then.
-fn episode(task: &Task) -> Episode {
-    let mut v0 = DVector::zeros(task.model.nv);
-    v0[0] = 0.4;
-    Episode {
-        q0: task.q_stand.clone(),
-        v0,
-        command: Command { speed: 0.4, phase: -0.3, ..Command::default() },
-        pushes: vec![],
-    }
 }
 
 fn gradient(task: &Task, policy: &Policy, ep: &Episode, s: Sensitivity) -> Vec<f64> {
@@ -57,7 +42,7 @@ fn exact_gradient_of_the_shipped_walking_policy_is_the_derivative() {
     let policy = Policy::load(&root.join("assets/policies/walk_bptt_relaxed.json")).unwrap();
     for steps in [2, 35] {
         let task = walk_task(steps);
-        let ep = episode(&task);
+        let ep = moving_start(&task);
         let g = gradient(&task, &policy, &ep, SensitivityKind::Exact.with(task.spec.kappa, task.spec.delta));
         let d = unit(&g);
         let along: f64 = g.iter().zip(&d).map(|(a, b)| a * b).sum();
@@ -74,25 +59,11 @@ fn exact_gradient_of_the_shipped_walking_policy_is_the_derivative() {
 #[test]
 fn bptt_gradient_through_lift_off_and_touchdown_against_smoothed_differences() {
     let task = walk_task(35);
-    let ep = episode(&task);
+    let ep = moving_start(&task);
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let policy = Policy::new(&task, &task.spec.hidden.clone(), Activation::Tanh, &mut rng);
     // The rollout has lift-offs and touchdowns of the feet.
-    let mut env = Env::new(&task);
-    env.reset(&task, &ep);
-    let mut cache = Default::default();
-    let (mut lift_offs, mut touchdowns) = (0, 0);
-    let mut prev: Vec<bool> = task.feet.iter().map(|_| true).collect();
-    for _ in 0..task.steps {
-        let a = policy.action(&env.obs.clone(), &mut cache);
-        env.step(&task, &a, None).unwrap();
-        for (k, f) in task.feet.iter().enumerate() {
-            let c = env.ws.lambda[3 * f.contact] > 1e-6;
-            lift_offs += (prev[k] && !c) as usize;
-            touchdowns += (!prev[k] && c) as usize;
-            prev[k] = c;
-        }
-    }
+    let (lift_offs, touchdowns) = contact_events(&task, &policy, &ep);
     eprintln!("lift-offs {lift_offs}, touchdowns {touchdowns}");
     assert!(lift_offs >= 2 && touchdowns >= 2, "the rollout must lift and land feet");
 

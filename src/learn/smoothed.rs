@@ -28,7 +28,8 @@
 use super::bptt::rollout_loss;
 use super::mlp::MlpCache;
 use super::policy::Policy;
-use super::task::{Env, Episode, Task};
+use super::task::{Command, Env, Episode, Task};
+use nalgebra::DVector;
 
 /// Half width of the central difference behind the action rate `r(d)`.
 const ACTION_RATE_STEP: f64 = 1e-6;
@@ -124,6 +125,45 @@ pub fn compare_along(
             Some(DirectionReference { sigma_action: sa, sigma, reference, analytic: analytic.clone() })
         })
         .collect()
+}
+
+/// The measured rollout of the walk task (`tests/learn_walk_gradient.rs`,
+/// `examples/walk_smoothed.rs`): from the settled stance moving at the 0.4 m/s command, clock
+/// phase -0.3, no push. The diagonal pair with phase offset 0 starts its swing after 2-3 steps
+/// and lands after about 27; the other pair lifts off then.
+pub fn moving_start(task: &Task) -> Episode {
+    let mut v0 = DVector::zeros(task.model.nv);
+    v0[0] = 0.4;
+    Episode {
+        q0: task.q_stand.clone(),
+        v0,
+        command: Command { speed: 0.4, phase: -0.3, ..Command::default() },
+        pushes: vec![],
+    }
+}
+
+/// Lift-offs and touchdowns of the task's feet (normal impulse above 1e-6 N s or not) along
+/// `policy`'s rollout of `ep`, every foot counted as on the ground before the first step. A
+/// failed step ends the count.
+pub fn contact_events(task: &Task, policy: &Policy, ep: &Episode) -> (usize, usize) {
+    let mut env = Env::new(task);
+    env.reset(task, ep);
+    let mut cache = MlpCache::default();
+    let (mut lift_offs, mut touchdowns) = (0, 0);
+    let mut prev: Vec<bool> = task.feet.iter().map(|_| true).collect();
+    for _ in 0..task.steps {
+        let a = policy.action(&env.obs.clone(), &mut cache);
+        if env.step(task, &a, None).is_none() {
+            break;
+        }
+        for (k, f) in task.feet.iter().enumerate() {
+            let c = env.ws.lambda[3 * f.contact] > 1e-6;
+            lift_offs += (prev[k] && !c) as usize;
+            touchdowns += (!prev[k] && c) as usize;
+            prev[k] = c;
+        }
+    }
+    (lift_offs, touchdowns)
 }
 
 /// `v / |v|`.
