@@ -18,11 +18,14 @@ use contactlab::diff::SensitivityKind;
 use contactlab::io::write_atomic;
 use contactlab::learn::bptt::{self, BpttWork};
 use contactlab::learn::mlp::Activation;
-use contactlab::learn::smoothed::{compare_along, contact_events, moving_start, unit, DirectionReference};
+use contactlab::learn::report::median;
+use contactlab::learn::smoothed::{
+    compare_along, contact_events, moving_start, random_direction, unit, DirectionReference,
+};
 use contactlab::learn::Policy;
 use contactlab::scene::Scene;
 use rand::rngs::ChaCha8Rng;
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -40,16 +43,6 @@ struct PolicyResult {
     touchdowns: usize,
     /// Per direction (0: exact gradient's, 1: relaxed gradient's, then random), per width.
     directions: Vec<Vec<DirectionReference>>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -99,8 +92,7 @@ fn main() -> anyhow::Result<()> {
         let mut dirs = vec![unit(&grads[exact]), unit(&grads[relaxed])];
         let mut rng = ChaCha8Rng::seed_from_u64(0x5300 + idx as u64);
         for _ in 0..RANDOM_DIRECTIONS {
-            let r: Vec<f64> = (0..policy.mlp.n_params()).map(|_| rng.random_range(-1.0..1.0)).collect();
-            dirs.push(unit(&r));
+            dirs.push(random_direction(policy.mlp.n_params(), &mut rng));
         }
         let directions: Vec<Vec<DirectionReference>> = dirs
             .par_iter()

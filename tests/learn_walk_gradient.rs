@@ -9,11 +9,11 @@ use contactlab::diff::{Sensitivity, SensitivityKind};
 use contactlab::learn::bptt::{self, BpttWork};
 use contactlab::learn::mlp::Activation;
 use contactlab::learn::policy::Policy;
-use contactlab::learn::smoothed::{compare_along, contact_events, moved, moving_start, unit};
+use contactlab::learn::smoothed::{compare_along, contact_events, moved, moving_start, random_direction, unit};
 use contactlab::learn::task::{Env, Episode, Task};
 use contactlab::scene::Scene;
 use rand::rngs::ChaCha8Rng;
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use std::path::{Path, PathBuf};
 
 fn walk_task(steps: usize) -> Task {
@@ -75,8 +75,7 @@ fn bptt_gradient_through_lift_off_and_touchdown_against_smoothed_differences() {
     let n = policy.mlp.n_params();
     let mut dirs: Vec<Vec<f64>> = grads.iter().map(|g| unit(g)).collect();
     for _ in 0..6 {
-        let r: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
-        dirs.push(unit(&r));
+        dirs.push(random_direction(n, &mut rng));
     }
     // Widths in action space (root-mean-square change of the policy outputs; times
     // action_scale 0.3 in rad of joint target): 3e-4 moves no contact event by a step,

@@ -355,7 +355,8 @@ fn mean_std(x: &[f64]) -> (f64, f64) {
     (m, v.sqrt())
 }
 
-fn median(mut x: Vec<f64>) -> f64 {
+/// Median of a non-empty sample (the mean of the middle two for an even count).
+pub fn median(mut x: Vec<f64>) -> f64 {
     x.sort_by(|a, b| a.total_cmp(b));
     let n = x.len();
     if n % 2 == 1 {

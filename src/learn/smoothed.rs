@@ -26,10 +26,11 @@
 //! The error of a sensitivity's gradient `g` in direction `d` is `|g . d - D| / |D|`.
 
 use super::bptt::rollout_loss;
-use super::mlp::MlpCache;
+use super::mlp::{norm, MlpCache};
 use super::policy::Policy;
 use super::task::{Command, Env, Episode, Task};
 use nalgebra::DVector;
+use rand::{Rng, RngExt};
 
 /// Half width of the central difference behind the action rate `r(d)`.
 const ACTION_RATE_STEP: f64 = 1e-6;
@@ -168,8 +169,14 @@ pub fn contact_events(task: &Task, policy: &Policy, ep: &Episode) -> (usize, usi
 
 /// `v / |v|`.
 pub fn unit(v: &[f64]) -> Vec<f64> {
-    let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let n = norm(v);
     v.iter().map(|x| x / n).collect()
+}
+
+/// A random unit direction in `n` dimensions: uniform in the cube `[-1, 1)^n`, normalized.
+pub fn random_direction(n: usize, rng: &mut impl Rng) -> Vec<f64> {
+    let r: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+    unit(&r)
 }
 
 #[cfg(test)]
