@@ -23,7 +23,7 @@
 
 use super::terrain::{tangent_basis, Terrain, TerrainQuery};
 use crate::dynamics::kinematics::subspace_point_velocity;
-use crate::model::{Data, Model};
+use crate::model::{Data, JointKind, Model};
 use nalgebra::{DMatrix, Vector3};
 
 /// Contact geometry of the current configuration, preallocated for the model's `k` contacts.
@@ -36,7 +36,9 @@ pub struct Contacts {
     pub points: usize,
     /// Gap `phi_i` (m), positive when separated (k).
     pub phi: Vec<f64>,
-    /// Terrain normal, first tangent and second tangent in the world (k).
+    /// Terrain normal, first tangent and second tangent in the world (k). The tangents are
+    /// those of the last `detect` for the active candidates only (`tangent_basis(normal)`
+    /// gives them for any other).
     pub normal: Vec<Vector3<f64>>,
     pub t1: Vec<Vector3<f64>>,
     pub t2: Vec<Vector3<f64>>,
@@ -115,6 +117,7 @@ impl Contacts {
             self.set(i, &c, cp.radius, &first);
             if self.phi[i] <= margin {
                 self.active.push(i);
+                self.set_tangents(i);
             }
             match second {
                 Some(s) => self.set(np + i, &c, cp.radius, &s),
@@ -126,16 +129,22 @@ impl Contacts {
         for i in np..self.k {
             if self.phi[i] <= margin {
                 self.active.push(i);
+                self.set_tangents(i);
             }
         }
     }
 
-    fn set(&mut self, i: usize, c: &Vector3<f64>, radius: f64, q: &TerrainQuery) {
-        let (t1, t2) = tangent_basis(&q.normal);
-        self.phi[i] = q.distance - radius;
-        self.normal[i] = q.normal;
+    // The frame of an active candidate only: most candidates (a trunk's corners) are far from
+    // the terrain at every step, and their tangents would be a normalization each for nothing.
+    fn set_tangents(&mut self, i: usize) {
+        let (t1, t2) = tangent_basis(&self.normal[i]);
         self.t1[i] = t1;
         self.t2[i] = t2;
+    }
+
+    fn set(&mut self, i: usize, c: &Vector3<f64>, radius: f64, q: &TerrainQuery) {
+        self.phi[i] = q.distance - radius;
+        self.normal[i] = q.normal;
         self.point[i] = c - radius * q.normal;
         self.mu[i] = q.friction;
         self.primitive[i] = q.primitive;
@@ -156,6 +165,20 @@ impl Contacts {
             for &b in &model.supports[cp.body] {
                 let j = &model.joints[b];
                 let o = &data.o_m_i[b];
+                if j.kind == JointKind::FreeFlyer {
+                    // Unit motion subspace: the columns are R e_c (linear) and
+                    // (R e_c) x (p - o) (angular), without the products by zeros.
+                    let arm = p - o.trans;
+                    for c in 0..3 {
+                        let lin = o.rot.column(c).into_owned();
+                        let ang = lin.cross(&arm);
+                        for (r, axis) in axes.iter().enumerate() {
+                            self.jac[(3 * a + r, j.idx_v + c)] = axis.dot(&lin);
+                            self.jac[(3 * a + r, j.idx_v + 3 + c)] = axis.dot(&ang);
+                        }
+                    }
+                    continue;
+                }
                 for c in 0..j.nv() {
                     let v = subspace_point_velocity(o, &j.kind.subspace_col(c), &p);
                     for (r, axis) in axes.iter().enumerate() {

@@ -93,11 +93,12 @@ impl Snapshot {
         // corners; `Contacts` docs).
         let contacts = (0..c.points)
             .chain((c.points..c.k).filter(|i| c.active.contains(i)))
-            .map(|i| ContactSnapshot {
+            .map(|i| (i, crate::contact::terrain::tangent_basis(&c.normal[i])))
+            .map(|(i, (t1, t2))| ContactSnapshot {
                 point: c.point[i],
                 normal: c.normal[i],
-                t1: c.t1[i],
-                t2: c.t2[i],
+                t1,
+                t2,
                 mu: c.mu[i],
                 phi: c.phi[i],
                 lambda: if stepped {
