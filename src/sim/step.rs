@@ -274,17 +274,22 @@ pub fn stage_delassus(ws: &mut StepWorkspace, h: f64) {
     let g = ws.delassus.as_mut_slice();
     let gr = 3 * ws.contacts.k;
     let (active, dofs) = (&ws.contacts.active, &ws.contacts.dofs);
-    for i in 0..n {
-        let di = &dofs[active[i / 3]];
-        let yi = &y[i * nv..(i + 1) * nv];
-        for j in i..n {
-            let dj = &dofs[active[j / 3]];
-            let yj = &y[j * nv..(j + 1) * nv];
-            // The shared prefix; contacts on one body share all of it.
-            let common = di.iter().zip(dj.iter()).take_while(|(a, b)| a == b).count();
-            let d: f64 = di[..common].iter().map(|&a| yi[a] * yj[a]).sum();
-            g[i + j * gr] = d;
-            g[j + i * gr] = d;
+    let ka = n / 3;
+    for ca in 0..ka {
+        let da = &dofs[active[ca]];
+        for cb in ca..ka {
+            // The shared prefix, once per pair of contacts; contacts on one body share all of it.
+            let db = &dofs[active[cb]];
+            let shared = &da[..da.iter().zip(db.iter()).take_while(|(a, b)| a == b).count()];
+            for i in 3 * ca..3 * ca + 3 {
+                let yi = &y[i * nv..(i + 1) * nv];
+                for j in (3 * cb).max(i)..3 * cb + 3 {
+                    let yj = &y[j * nv..(j + 1) * nv];
+                    let d: f64 = shared.iter().map(|&a| yi[a] * yj[a]).sum();
+                    g[i + j * gr] = d;
+                    g[j + i * gr] = d;
+                }
+            }
         }
     }
     let vf = ws.v_free.as_slice();
