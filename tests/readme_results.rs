@@ -536,3 +536,47 @@ fn the_soak_and_random_problem_numbers_are_the_committed_runs() {
     );
     assert!(readme.contains(&quoted), "README lacks `{quoted}`");
 }
+
+/// The README (*Robots*) says the simulator does not enforce joint position limits but that every
+/// committed CITO trajectory and the committed MPC run stay inside the quadruped's URDF ranges:
+/// every `q_<joint>` column of those CSV files, at every row, within `[lower, upper]`.
+#[test]
+fn committed_trajectories_stay_inside_the_joint_ranges() {
+    let model = contactlab::model::builtin::quadruped().unwrap().model;
+    let mut files: Vec<PathBuf> = Vec::new();
+    for task in std::fs::read_dir(root().join("docs/results/cito")).unwrap() {
+        let task = task.unwrap().path();
+        for s in ["exact", "signorini", "relaxed"] {
+            files.push(task.join(s).join("trajectory.csv"));
+        }
+    }
+    files.push(root().join("docs/results/mpc/mpc_pull/trace.csv"));
+    assert!(files.len() > 30, "expected the CITO tasks' trajectories, found {}", files.len());
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        // (column, joint name, lower, upper) of every joint column.
+        let columns: Vec<(usize, &str, f64, f64)> = header
+            .iter()
+            .enumerate()
+            .filter_map(|(c, h)| h.strip_prefix("q_").map(|name| (c, name)))
+            .map(|(c, name)| {
+                let j = model
+                    .joints
+                    .iter()
+                    .find(|j| j.name == name)
+                    .unwrap_or_else(|| panic!("{}: column q_{name} is not a quadruped joint", path.display()));
+                (c, name, j.limits.lower, j.limits.upper)
+            })
+            .collect();
+        assert_eq!(columns.len(), 12, "{}: expected the 12 joint columns", path.display());
+        for (row, line) in lines.enumerate() {
+            let cells: Vec<&str> = line.split(',').collect();
+            for &(c, name, lo, hi) in &columns {
+                let x: f64 = cells[c].parse().unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), row + 2));
+                assert!((lo..=hi).contains(&x), "{}:{}: {name} = {x} is outside [{lo}, {hi}]", path.display(), row + 2);
+            }
+        }
+    }
+}
