@@ -215,3 +215,87 @@ fn invalid_settings_and_cancellation_are_reported() {
     let mut ddp = Ddp::new(problem(&c), Settings::default());
     assert_eq!(ddp.solve(None, Some(&cancel)).status, Status::Cancelled);
 }
+
+/// `u+ = u`-style one-knot problem whose control gradient is biased by `bias` (as a relaxed
+/// contact sensitivity is): the true cost is `0.5 x^2 + 0.5 u^2`, the model's `l_u` is
+/// `u + bias`. Counts the rollouts (`calc` calls).
+struct BiasedGradient {
+    lqr: Lqr,
+    bias: f64,
+    calcs: std::sync::atomic::AtomicUsize,
+}
+
+impl ActionModel for BiasedGradient {
+    fn nx(&self) -> usize {
+        self.lqr.nx()
+    }
+    fn ndx(&self) -> usize {
+        self.lqr.ndx()
+    }
+    fn nu(&self) -> usize {
+        self.lqr.nu()
+    }
+    fn create_data(&self) -> contactlab::ocp::ActionData {
+        self.lqr.create_data()
+    }
+    fn calc(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
+        self.calcs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lqr.calc(d, x, u)
+    }
+    fn calc_diff(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
+        self.lqr.calc_diff(d, x, u);
+        d.lu.add_scalar_mut(self.bias);
+    }
+    fn integrate(&self, x: &DVector<f64>, dx: &DVector<f64>, out: &mut DVector<f64>) {
+        self.lqr.integrate(x, dx, out)
+    }
+    fn difference(&self, x0: &DVector<f64>, x1: &DVector<f64>, out: &mut DVector<f64>) {
+        self.lqr.difference(x0, x1, out)
+    }
+}
+
+/// A biased gradient predicts descent along a step that raises the true cost to first order:
+/// from `u = -0.9` the model (optimum `u = -1`) steps by `-0.1`, where the cost's slope is
+/// `+0.09`. Every trial step is rejected either way; the cut stops the search after three trials
+/// (steps 1, 1/2, 1/4) instead of halving down to `alpha_min` (11 trials), and leaves the same
+/// answer.
+#[test]
+fn a_line_search_along_a_first_order_ascent_is_cut_short() {
+    let one = |v: f64| DMatrix::from_element(1, 1, v);
+    let lqr = Lqr {
+        a: one(1.0),
+        b: one(0.0),
+        c: DVector::zeros(1),
+        q: one(1.0),
+        q_lin: DVector::zeros(1),
+        r: one(1.0),
+        r_lin: DVector::zeros(1),
+        n: DMatrix::zeros(1, 1),
+    };
+    let terminal = Lqr {
+        b: DMatrix::zeros(1, 0),
+        r: DMatrix::zeros(0, 0),
+        r_lin: DVector::zeros(0),
+        n: DMatrix::zeros(0, 1),
+        ..lqr.clone()
+    };
+    let solve = |cut: bool| {
+        let running = Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, calcs: 0.into() });
+        let problem = ShootingProblem {
+            x0: DVector::zeros(1),
+            running: vec![running.clone() as Arc<dyn ActionModel>],
+            terminal: Arc::new(terminal.clone()),
+        };
+        let settings = Settings { max_iterations: 1, cut_first_order_ascent: cut, ..Default::default() };
+        let mut ddp = Ddp::new(problem, settings);
+        let info = ddp.solve(Some(&[DVector::from_element(1, -0.9)]), None);
+        // One rollout before the iteration; the rest are the line search's trials.
+        let trials = running.calcs.load(std::sync::atomic::Ordering::Relaxed) - 1;
+        (info.status, ddp.us[0][0], info.cost, trials)
+    };
+    let (cut, full) = (solve(true), solve(false));
+    assert_eq!(full.3, 11, "without the cut the search halves down to alpha_min");
+    assert_eq!(cut.3, 3, "the cut stops after steps 1, 1/2 and 1/4");
+    assert_eq!((cut.0, cut.1, cut.2), (full.0, full.1, full.2));
+    assert_eq!(cut.1, -0.9, "every trial was rejected");
+}
