@@ -251,3 +251,24 @@ fn sliding_feet_match_finite_differences() {
         check(&format!("sliding feet trial {trial}"), &errors);
     }
 }
+
+/// The sticking stance of `scenes/mpc_pull_rotors.ron`, whose leg joints carry rotor inertia
+/// (`Model::armature`): the step adds it to `M`'s diagonal, and the Jacobians must too.
+#[test]
+fn stance_with_rotor_inertia_matches_finite_differences() {
+    let mut sim = scene("mpc_pull_rotors.ron").simulation();
+    assert!(sim.model.armature.iter().any(|&a| a > 0.0));
+    sim.pulls.clear();
+    tighten(&mut sim, 1e-12);
+    for _ in 0..500 {
+        assert_eq!(sim.step().status, StepStatus::Ok);
+    }
+    let model = sim.model.clone();
+    let mut u = DVector::zeros(model.nu);
+    let mut damping = sim.ws.actuator_damping.clone();
+    sim.controller.compute(&model, sim.q.as_slice(), sim.v.as_slice(), sim.settings.dt, &mut u, &mut damping);
+    sim.ws.actuator_damping = damping;
+    let (errors, modes) = compare(&sim, &u, EPS);
+    assert_eq!(modes.iter().filter(|m| **m == ContactMode::Sticking).count(), 4, "{modes:?}");
+    check("stance with rotor inertia", &errors);
+}

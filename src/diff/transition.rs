@@ -3,10 +3,11 @@
 //! mode-dependent contact sensitivity. Checked against [`fd_transition`](super::fd_transition).
 //!
 //! # Smooth part at fixed impulses
-//! With `M~ = M + h D` (implicit actuator damping) the step residual is
+//! With `M~ = M + A + h D` (the constant rotor inertia `A = diag(armature)` and implicit
+//! actuator damping) the step residual is
 //!
 //! ```text
-//! F = M(q)(v+ - v) + h D (v+ - v) + h c(q, v) - h (S u + tau_ext) - J(q)^T lambda = 0.
+//! F = M(q)(v+ - v) + (A + h D) (v+ - v) + h c(q, v) - h (S u + tau_ext) - J(q)^T lambda = 0.
 //! ```
 //!
 //! `M(q)(v+ - v) + h c(q, v) - J^T lambda = h tau(q, v)` with

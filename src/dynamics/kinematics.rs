@@ -109,7 +109,8 @@ pub fn center_of_mass(model: &Model, data: &Data) -> Vector3<f64> {
     }
 }
 
-/// Kinetic energy `1/2 sum v_i^T I_i v_i` (needs `forward_kinematics` with `v`).
+/// Kinetic energy of the links `1/2 sum v_i^T I_i v_i` (needs `forward_kinematics` with `v`);
+/// a rotor's `1/2 armature v_j^2` (`Model::armature`) is not in it.
 pub fn kinetic_energy(model: &Model, data: &Data) -> f64 {
     model.inertias.iter().enumerate().map(|(i, inertia)| 0.5 * data.v[i].dot(&inertia.mul_motion(&data.v[i]))).sum()
 }

@@ -1,7 +1,7 @@
 //! Rigid-body algorithms on a kinematic tree (Featherstone 2008), in Pinocchio's conventions:
 //! forward kinematics and point Jacobians ([`kinematics`]), inverse dynamics ([`rnea`](mod@rnea)), the
 //! joint-space inertia matrix ([`crba`](mod@crba)) and forward dynamics ([`aba`](mod@aba)). The contact step
-//! factorizes `M + h D` as the sparse `L^T L` of [`ltl`] (branch-induced sparsity); the dense
+//! factorizes `M + diag(armature) + h D` as the sparse `L^T L` of [`ltl`] (branch-induced sparsity); the dense
 //! Cholesky of [`cholesky`] serves `M^-1` in [`aba_derivatives`](mod@aba_derivatives). Their analytical
 //! derivatives (Carpentier & Mansard 2018) sit beside them: [`kinematics_derivatives`],
 //! [`rnea_derivatives`](mod@rnea_derivatives), [`aba_derivatives`](mod@aba_derivatives). [`reference`](mod@reference) compares all of them with

@@ -165,6 +165,12 @@ pub struct Model {
     pub actuated_dofs: Vec<usize>,
     /// Effort limit of each actuator.
     pub effort_limits: Vec<f64>,
+    /// Armature per dof (nv; kg m^2 or kg, zero unless set): the reflected inertia of a geared
+    /// motor's rotor, `I_rotor n^2`, which moves with the joint but not with the link. The step
+    /// adds it to the diagonal of `M` (MuJoCo's `armature`, Pinocchio's `armature`); `M` itself
+    /// (`Data::mass_matrix`, `crba`) stays the links' mass matrix. URDF has no field for it: a
+    /// scene sets it (`armature:`).
+    pub armature: Vec<f64>,
     pub nq: usize,
     pub nv: usize,
     pub nu: usize,
@@ -262,6 +268,7 @@ impl ModelBuilder {
                 geometries: vec![],
                 actuated_dofs: vec![],
                 effort_limits: vec![],
+                armature: vec![],
                 nq: 0,
                 nv: 0,
                 nu: 0,
@@ -376,6 +383,7 @@ impl ModelBuilder {
             }
         }
         m.nu = m.actuated_dofs.len();
+        m.armature = vec![0.0; m.nv];
         m.dof_parent = Vec::with_capacity(m.nv);
         for j in &m.joints {
             let before = j.parent.map(|p| m.joints[p].idx_v + m.joints[p].nv() - 1).unwrap_or(usize::MAX);

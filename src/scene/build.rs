@@ -130,6 +130,15 @@ impl Scene {
             }
             Ok(())
         };
+        let mut armature = DVector::zeros(model.nv);
+        apply(&sf.armature, "armature", &mut armature, false)?;
+        if let Some((key, &val)) = sf.armature.iter().find(|(_, &a)| !(a.is_finite() && a >= 0.0)) {
+            return Err(invalid(
+                &format!("\"{key}\""),
+                format!("armature[\"{key}\"]"),
+                format!("{val} is not a rotor inertia: allowed [0, inf)"),
+            ));
+        }
         apply(&init.joints, "initial.joints", &mut q0, true)?;
         apply(&init.joint_velocities, "initial.joint_velocities", &mut v0, false)?;
         for j in &model.joints {
@@ -236,6 +245,7 @@ impl Scene {
                 ));
             }
         }
+        model.armature = armature.as_slice().to_vec();
         Ok(Scene {
             path: path.to_path_buf(),
             terrain: sf.terrain.clone(),

@@ -155,6 +155,10 @@ pub struct SceneFile {
     /// Contact candidates closer than this enter the contact problem (m).
     #[serde(default = "default_margin", deserialize_with = "check::non_negative")]
     pub contact_margin: f64,
+    /// Rotor inertia reflected through the gearbox, per one-DoF joint (kg m^2; `Model::armature`):
+    /// names or `*suffix` patterns as in `initial.joints`, exact names winning. Empty: none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub armature: BTreeMap<String, f64>,
     #[serde(default)]
     pub controller: ControllerSpec,
     #[serde(default)]

@@ -143,7 +143,7 @@ pub struct StepWorkspace {
     pub force: DVector<f64>,
     /// Free velocity (nv).
     pub v_free: DVector<f64>,
-    /// `Y = L^-T J^T` with `M + h D = L^T L` (nv x 3k, first `3 ka` columns used), so that
+    /// `Y = L^-T J^T` with `M + A + h D = L^T L` (`A` the armature) (nv x 3k, first `3 ka` columns used), so that
     /// `G = Y^T Y` and `M^-1 J^T = L^-1 Y`.
     pub lt_inv_jt: DMatrix<f64>,
     /// Delassus matrix `G = J M^-1 J^T` (3k x 3k, top-left `3 ka` block used).
@@ -174,7 +174,7 @@ pub struct StepWorkspace {
     /// adds `h D` to the actuated diagonal of `M` (MuJoCo's implicit damping). Set by the
     /// controller; zero for open-loop torques.
     pub actuator_damping: DVector<f64>,
-    /// `h D` scattered to the `v` indices (nv).
+    /// `diag(armature) + h D` at the `v` indices (nv): what the step adds to `M`'s diagonal.
     pub mass_shift: DVector<f64>,
     pub solver: ContactSolver,
 }
@@ -212,14 +212,15 @@ impl StepWorkspace {
     }
 }
 
-/// Stage 1: `M(q)`, the Cholesky factor of `M + h D` (implicit actuator damping), and
+/// Stage 1: `M(q)`, the Cholesky factor of `M + diag(armature) + h D` (rotor inertia,
+/// `Model::armature`, and implicit actuator damping), and
 /// `c(q, v)`. Returns `false` if the matrix is not positive definite.
 pub fn stage_dynamics(model: &Model, ws: &mut StepWorkspace, q: &[f64], v: &[f64], h: f64) -> bool {
     nle(model, &mut ws.data, q, v);
     crba_from_placements(model, &mut ws.data);
-    ws.mass_shift.fill(0.0);
+    ws.mass_shift.as_mut_slice().copy_from_slice(&model.armature);
     for (k, &dof) in model.actuated_dofs.iter().enumerate() {
-        ws.mass_shift[dof] = h * ws.actuator_damping[k];
+        ws.mass_shift[dof] += h * ws.actuator_damping[k];
     }
     ltl::factor(&ws.data.mass_matrix, Some(ws.mass_shift.as_slice()), &model.dof_parent, &mut ws.data.mass_ltl)
 }
