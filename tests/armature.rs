@@ -62,11 +62,14 @@ fn a_negative_armature_is_an_error_naming_its_field() {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_pull_rotors.ron"))
         .unwrap()
         .replace("\"*_calf_joint\": 0.0097", "\"*_calf_joint\": -0.01");
-    let err = Scene::from_str(&text, Path::new("rotors.ron")).err().expect("a negative armature is rejected");
+    let Err(err) = Scene::from_str(&text, Path::new("rotors.ron")) else { panic!("a negative armature is accepted") };
     let message = err.to_string();
     assert!(matches!(err, SceneError::Invalid { .. }), "{message}");
     assert!(message.contains("rotors.ron:") && message.contains("armature[\"*_calf_joint\"]"), "{message}");
     let text = text.replace("\"*_calf_joint\": -0.01", "\"*_elbow_joint\": 0.01");
-    let message = Scene::from_str(&text, Path::new("rotors.ron")).err().expect("no joint matches").to_string();
+    let Err(err) = Scene::from_str(&text, Path::new("rotors.ron")) else {
+        panic!("a pattern matching no joint is accepted")
+    };
+    let message = err.to_string();
     assert!(message.contains("armature[\"*_elbow_joint\"]") && message.contains("no joint matches"), "{message}");
 }
