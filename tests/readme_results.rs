@@ -132,8 +132,14 @@ fn the_sweep_table_is_the_committed_summaries() {
 
 /// The MPC table's first row is the committed closed-loop run.
 #[test]
-fn the_mpc_row_is_the_committed_run() {
-    let s = json(&root().join("docs/results/mpc/mpc_pull/summary.json"));
+fn the_mpc_rows_are_the_committed_runs() {
+    for run in ["mpc_pull", "mpc_pull_rotors"] {
+        mpc_row_is_the_committed_run(run);
+    }
+}
+
+fn mpc_row_is_the_committed_run(run: &str) {
+    let s = json(&root().join(format!("docs/results/mpc/{run}/summary.json")));
     let cells = format!(
         " | {:.1} mm | {:.1} mm | {} | {:.1} / {:.1} / {:.1} ms | {:.2}x |",
         1e3 * f(&s, "max_base_error_m"),
@@ -150,7 +156,7 @@ fn the_mpc_row_is_the_committed_run() {
     );
     let row = readme()
         .lines()
-        .find(|l| l.starts_with("| `docs/results/mpc/mpc_pull/summary.json`"))
+        .find(|l| l.starts_with(&format!("| `docs/results/mpc/{run}/summary.json`")))
         .expect("README has the MPC row")
         .to_string();
     assert!(row.ends_with(&cells), "README row\n{row}\nshould end with\n{cells}");
