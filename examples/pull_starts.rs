@@ -92,8 +92,12 @@ fn main() {
             write!(md, " {}/{} |", at.iter().filter(|r| r.outcome.recovered).count(), at.len()).unwrap();
         }
         let rec: Vec<&&Run> = mine.iter().filter(|r| r.outcome.recovered).collect();
-        let mean = rec.iter().map(|r| r.outcome.footfalls as f64).sum::<f64>() / rec.len().max(1) as f64;
-        writeln!(md, " {mean:.1} |").unwrap();
+        if rec.is_empty() {
+            md.push_str(" - |\n");
+        } else {
+            let mean = rec.iter().map(|r| r.outcome.footfalls as f64).sum::<f64>() / rec.len() as f64;
+            writeln!(md, " {mean:.1} |").unwrap();
+        }
     }
     let json = serde_json::json!({
         "machine": contactlab::io::machine_stamp(),
