@@ -258,6 +258,22 @@ fn the_pull_sweep_tables_are_the_committed_runs() {
     }
 }
 
+/// The rotor-inertia pulls from perturbed starts (`examples/pull_starts.rs`): every controller
+/// row of the committed `pull_starts.md` stands in the README, and the file holds every run.
+#[test]
+fn the_pull_starts_table_is_the_committed_runs() {
+    let file = root().join("docs/results/mpc/pull_starts_rotors/pull_starts.md");
+    let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| MPC ") || l.starts_with("| joint PD ")).collect();
+    assert_eq!(rows.len(), 4, "{}: 4 controllers", file.display());
+    let readme = readme();
+    for row in rows {
+        assert!(readme.lines().any(|l| l == row), "README lacks the row of {}:\n{row}", file.display());
+    }
+    let runs = json(&file.with_file_name("pull_starts.json"))["runs"].as_array().unwrap().len();
+    assert_eq!(runs, 60, "{}: 5 starts x 3 forces x 4 controllers", file.display());
+}
+
 /// The benchmark rows with a result file (`scripts/reproduce bench`).
 #[test]
 fn the_benchmark_rows_are_the_committed_medians() {
