@@ -36,10 +36,10 @@ pub struct Contacts {
     pub points: usize,
     /// Gap `phi_i` (m), positive when separated (k).
     pub phi: Vec<f64>,
-    /// Terrain normal, first tangent and second tangent in the world (k). The tangents are
-    /// those of the last `detect` for the active candidates only (`tangent_basis(normal)`
-    /// gives them for any other).
+    /// Terrain normal in the world (k).
     pub normal: Vec<Vector3<f64>>,
+    /// First and second tangent in the world (k), set by `detect` for the active candidates
+    /// only; `tangent_basis(normal)` gives them for any other.
     pub t1: Vec<Vector3<f64>>,
     pub t2: Vec<Vector3<f64>>,
     /// World contact point (k).
