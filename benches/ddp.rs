@@ -31,6 +31,8 @@ fn bench(c: &mut Criterion) {
         w_joint_velocity: 0.1,
         w_base_velocity: 1.0,
         w_control: 1e-3,
+        w_joint_range: 0.0,
+        joint_range_margin: 0.05,
     };
     let knots = 30;
     let running: Arc<dyn ActionModel> = Arc::new(ContactAction::new(

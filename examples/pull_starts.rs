@@ -58,10 +58,11 @@ fn main() {
                 let outcome =
                     run_pull(&start, c, &settings, &sweep, PullDirection::Lateral, force, None).expect("a run");
                 eprintln!(
-                    "seed {seed} {force:>5} N {:<14} {} footfalls {}{}",
+                    "seed {seed} {force:>5} N {:<14} {} footfalls {} joint range excess {:.2} rad{}",
                     outcome.controller,
                     if outcome.recovered { "recovered    " } else { "not recovered" },
                     outcome.footfalls,
+                    outcome.joint_range_excess,
                     if outcome.trunk_touched { ", trunk touched" } else { "" }
                 );
                 runs.push(Run { seed, outcome });
@@ -78,11 +79,13 @@ fn main() {
     for f in FORCES {
         write!(md, " {f} N recovered |").unwrap();
     }
-    md.push_str(" footfalls in recovered runs (mean) |\n|---|");
+    md.push_str(
+        " footfalls in recovered runs (mean) | largest joint range excess, recovered runs / all runs (rad) |\n|---|",
+    );
     for _ in FORCES {
         md.push_str("---|");
     }
-    md.push_str("---|\n");
+    md.push_str("---|---|\n");
     for c in &controllers {
         let name = c.name();
         write!(md, "| {name} |").unwrap();
@@ -92,11 +95,15 @@ fn main() {
             write!(md, " {}/{} |", at.iter().filter(|r| r.outcome.recovered).count(), at.len()).unwrap();
         }
         let rec: Vec<&&Run> = mine.iter().filter(|r| r.outcome.recovered).collect();
+        let excess =
+            |runs: &mut dyn Iterator<Item = &Run>| runs.map(|r| r.outcome.joint_range_excess).fold(0.0, f64::max);
+        let all = excess(&mut mine.iter().copied());
         if rec.is_empty() {
-            md.push_str(" - |\n");
+            writeln!(md, " - | - / {all:.2} |").unwrap();
         } else {
             let mean = rec.iter().map(|r| r.outcome.footfalls as f64).sum::<f64>() / rec.len() as f64;
-            writeln!(md, " {mean:.1} |").unwrap();
+            let recovered = excess(&mut rec.iter().map(|r| **r));
+            writeln!(md, " {mean:.1} | {recovered:.2} / {all:.2} |").unwrap();
         }
     }
     let json = serde_json::json!({

@@ -32,6 +32,8 @@ fn cost(sim: &Simulation, dz: f64) -> PoseCost {
         w_joint_velocity: 0.1,
         w_base_velocity: 1.0,
         w_control: 1e-3,
+        w_joint_range: 0.0,
+        joint_range_margin: 0.05,
     }
 }
 
@@ -130,4 +132,55 @@ fn ddp_raises_the_standing_quadruped_without_a_contact_schedule() {
     let z_final = ddp.xs[knots][2];
     eprintln!("base height {:.4} -> {:.4} (target {:.4})", sim.q[2], z_final, sim.q[2] + 0.04);
     assert!((z_final - (sim.q[2] + 0.04)).abs() < 0.01);
+}
+
+/// The joint range term: zero inside the ranges shrunk by the margin, and beyond them its
+/// gradient matches finite differences (three joints pushed past an end, one of them past the
+/// lower end), while the state cost without the term does not see them.
+#[test]
+fn joint_range_cost_penalizes_joints_beyond_their_ranges() {
+    let sim = stance();
+    let m = sim.model.clone();
+    let (nq, nv) = (m.nq, m.nv);
+    let mut c = cost(&sim, 0.0);
+    let action = |c: &PoseCost| {
+        ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, Sensitivity::Exact, c.clone(), Some(1.0))
+    };
+    let mut x = DVector::zeros(nq + nv);
+    x.rows_mut(0, nq).copy_from(&sim.q);
+    let value = |a: &ContactAction, x: &DVector<f64>| {
+        let mut d = a.create_data();
+        a.calc(&mut d, x, &DVector::zeros(0));
+        d.cost
+    };
+    let off = value(&action(&c), &x);
+    c.w_joint_range = 100.0;
+    assert_eq!(value(&action(&c), &x), off, "the stance is inside every range: no penalty");
+    // Past the ends: a hip abducted to 1.2 rad (range +-0.8), a thigh to -1.7 (lower -1.5), a
+    // calf to -0.58 (upper -0.6; inside the range but within the 0.05 margin).
+    let mut pushed = x.clone();
+    for (name, q) in [("FR_hip_joint", 1.2), ("RL_thigh_joint", -1.7), ("RR_calf_joint", -0.58)] {
+        let j = m.joints.iter().find(|j| j.name == name).expect("joint");
+        pushed[j.idx_q] = q;
+    }
+    let c_off = PoseCost { w_joint_range: 0.0, ..c.clone() };
+    let expected = 0.5 * 100.0 * ((1.2 - 0.75_f64).powi(2) + (-1.7 + 1.45_f64).powi(2) + (-0.58 + 0.65_f64).powi(2));
+    let added = value(&action(&c), &pushed) - value(&action(&c_off), &pushed);
+    assert!((added - expected).abs() < 1e-9, "penalty {added} vs {expected}");
+    let a = action(&c);
+    let mut d = a.create_data();
+    a.calc_diff(&mut d, &pushed, &DVector::zeros(0));
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for _ in 0..6 {
+        let dir = DVector::from_fn(2 * nv, |_, _| rng.random_range(-1.0..1.0));
+        let eps = 1e-6;
+        let f = |s: f64| {
+            let mut xs = pushed.clone();
+            a.integrate(&pushed, &(&dir * s), &mut xs);
+            value(&a, &xs)
+        };
+        let fd = (f(eps) - f(-eps)) / (2.0 * eps);
+        let an = d.lx.dot(&dir);
+        assert!((an - fd).abs() <= 1e-6 * fd.abs().max(1.0), "{an} vs {fd}");
+    }
 }

@@ -314,11 +314,11 @@ pub fn mpc_pull_sweep(
     }
     print!("{md}");
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
-    let mut csv = String::from("direction,force_n,controller,recovered,recovery_time_s,max_base_error_m,final_base_error_m,footfalls,trunk_touched,failed_steps,failed_replans,solve_ms_median,solve_ms_p95,solve_ms_max\n");
+    let mut csv = String::from("direction,force_n,controller,recovered,recovery_time_s,max_base_error_m,final_base_error_m,footfalls,trunk_touched,joint_range_excess,failed_steps,failed_replans,solve_ms_median,solve_ms_p95,solve_ms_max\n");
     for o in &runs {
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             o.direction.name(),
             o.force_n,
             o.controller,
@@ -328,6 +328,7 @@ pub fn mpc_pull_sweep(
             o.final_base_error_m,
             o.footfalls,
             o.trunk_touched,
+            o.joint_range_excess,
             o.failed_steps,
             o.failed_replans,
             o.solve_ms_median,

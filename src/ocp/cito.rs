@@ -108,6 +108,14 @@ pub struct CitoWeights {
     pub foot_clearance: f64,
     #[serde(deserialize_with = "crate::validate::positive")]
     pub clearance_scale: f64,
+    /// Joint range weight [0: off] and margin (rad or m) [0.05] (`ocp::PoseCost`): a quadratic
+    /// penalty on every joint coordinate beyond its URDF range shrunk by the margin. The
+    /// simulator does not enforce position limits, so without it a plan may swing a leg through
+    /// a range the robot does not have.
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub joint_range: f64,
+    #[serde(deserialize_with = "crate::validate::non_negative")]
+    pub joint_range_margin: f64,
 }
 
 impl Default for CitoWeights {
@@ -122,6 +130,8 @@ impl Default for CitoWeights {
             terminal: 200.0,
             foot_clearance: 0.0,
             clearance_scale: 0.02,
+            joint_range: 0.0,
+            joint_range_margin: 0.05,
         }
     }
 }
@@ -249,6 +259,8 @@ impl CitoWeights {
             .non_negative("terminal", self.terminal)
             .non_negative("foot_clearance", self.foot_clearance)
             .positive("clearance_scale", self.clearance_scale)
+            .non_negative("joint_range", self.joint_range)
+            .non_negative("joint_range_margin", self.joint_range_margin)
             .finish()
     }
 }
@@ -370,6 +382,8 @@ pub fn pose_cost(q_start: &DVector<f64>, position: Vector3<f64>, rotation: Matri
         w_joint_velocity: w.joint_velocity,
         w_base_velocity: w.base_velocity,
         w_control: w.control,
+        w_joint_range: w.joint_range,
+        joint_range_margin: w.joint_range_margin,
     }
 }
 

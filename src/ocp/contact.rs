@@ -14,7 +14,14 @@
 //! l(x, u) = 0.5 sum_a w_p,a (p - p*)_a^2 + 0.5 sum_a w_o,a r_a^2        base pose, r = log3(R*^T R)
 //!         + 0.5 w_q sum_j (q_j - q*_j)^2 + 0.5 w_v sum_j v_j^2          joint posture, joint velocity
 //!         + 0.5 w_b |v_base|^2 + 0.5 w_u |u|^2                        base velocity, effort
+//!         + 0.5 w_r sum_j (max(0, q_j - (hi_j - m)) + min(0, q_j - (lo_j + m)))^2   joint range
 //! ```
+//!
+//! The joint range term (off unless `w_r > 0`) stands in for the position limits the simulator
+//! does not enforce: `[lo_j, hi_j]` is the joint's URDF range and `m` a margin, so the penalty
+//! starts `m` inside the range. It is the quadratic barrier of Crocoddyl's
+//! `ActivationModelQuadraticBarrier` on the joint coordinates; piecewise quadratic, so its
+//! Gauss-Newton Hessian `w_r` (inside the active band) is exact.
 //!
 //! With the Pinocchio tangent of the free-flyer (body-frame `(dp, dtheta)`): `dp = R dp_body`,
 //! `dr = J_r^-1(r) dtheta` (the right Jacobian of SO(3), inverse in closed form). A terminal model
@@ -45,6 +52,10 @@ pub struct PoseCost {
     pub w_joint_velocity: f64,
     pub w_base_velocity: f64,
     pub w_control: f64,
+    /// Joint range penalty weight (`0`: off) and the margin inside the URDF range where it
+    /// starts (module docs).
+    pub w_joint_range: f64,
+    pub joint_range_margin: f64,
 }
 
 /// The optional foot-clearance term (module docs).
@@ -201,6 +212,24 @@ impl ContactAction {
                         h[(j.idx_v, j.idx_v)] += c.w_posture;
                         g[nv + j.idx_v] += c.w_joint_velocity * w;
                         h[(nv + j.idx_v, nv + j.idx_v)] += c.w_joint_velocity;
+                    }
+                    if c.w_joint_range > 0.0 {
+                        let (lo, hi) = (j.limits.lower + c.joint_range_margin, j.limits.upper - c.joint_range_margin);
+                        let qj = q[j.idx_q];
+                        let r = if qj > hi {
+                            qj - hi
+                        } else if qj < lo {
+                            qj - lo
+                        } else {
+                            0.0
+                        };
+                        if r != 0.0 {
+                            f += 0.5 * c.w_joint_range * r * r;
+                            if let Some((g, h)) = gh.as_mut() {
+                                g[j.idx_v] += c.w_joint_range * r;
+                                h[(j.idx_v, j.idx_v)] += c.w_joint_range;
+                            }
+                        }
                     }
                 }
             }

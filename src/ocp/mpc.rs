@@ -31,6 +31,7 @@ use super::cito::{
 use super::ddp::{shift, Ddp, Settings, Status};
 use crate::diff::{Sensitivity, SensitivityKind};
 use crate::model::configuration::free_flyer_placement;
+use crate::model::JointKind;
 use crate::sim::{Controller, Pull, Simulation};
 use crate::validate::{Checker, SettingsError};
 use nalgebra::{DVector, Matrix3, Vector3};
@@ -523,17 +524,23 @@ pub struct MpcSummary {
     /// (gap at most 1 mm).
     #[serde(default)]
     pub trunk_touched: bool,
+    /// Largest excursion of a joint beyond its URDF range over the run (rad or m; 0 inside).
+    #[serde(default)]
+    pub joint_range_excess: f64,
 }
 
-/// What the feet and the trunk did over a closed-loop run, step by step: footfalls per foot,
-/// any foot off the ground (gap above 5 mm), any other contact candidate touching (gap at most
-/// 1 mm).
+/// What the feet, the trunk and the joints did over a closed-loop run, step by step: footfalls
+/// per foot, any foot off the ground (gap above 5 mm), any other contact candidate touching (gap
+/// at most 1 mm), and the largest excursion of a joint beyond its URDF range (the simulator does
+/// not enforce position limits, so a controller can use a range the robot does not have).
 pub struct ContactWatch {
     feet: Vec<usize>,
     others: Vec<usize>,
     pub counter: super::cito::FootfallCounter,
     pub stepped: bool,
     pub trunk_touched: bool,
+    /// Largest `max(q_j - hi_j, lo_j - q_j, 0)` over the steps and the 1-dof joints (rad or m).
+    pub joint_range_excess: f64,
 }
 
 impl ContactWatch {
@@ -546,6 +553,7 @@ impl ContactWatch {
             others,
             stepped: false,
             trunk_touched: false,
+            joint_range_excess: 0.0,
         }
     }
 
@@ -558,6 +566,10 @@ impl ContactWatch {
         self.counter.record(self.feet.iter().map(|&k| phi[k]));
         self.stepped |= self.feet.iter().any(|&k| phi[k] > 0.005);
         self.trunk_touched |= self.others.iter().any(|&k| phi[k] <= 1e-3);
+        for j in sim.model.joints.iter().filter(|j| j.kind != JointKind::FreeFlyer) {
+            let q = sim.q[j.idx_q];
+            self.joint_range_excess = self.joint_range_excess.max(q - j.limits.upper).max(j.limits.lower - q);
+        }
     }
 
     /// Footfalls per foot name.
@@ -684,6 +696,7 @@ pub fn run_closed_loop(
         failed_step,
         footfalls: watch.footfalls(&sim),
         trunk_touched: watch.trunk_touched,
+        joint_range_excess: watch.joint_range_excess,
     };
     Ok(MpcReport { cycles, trace, states, last_plan: driver.planned_knots(), summary })
 }

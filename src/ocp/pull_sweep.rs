@@ -166,6 +166,9 @@ pub struct PullOutcome {
     /// Footfalls over all feet (lift-off of at least 1 cm, then touchdown).
     pub footfalls: usize,
     pub trunk_touched: bool,
+    /// Largest excursion of a joint beyond its URDF range (rad or m; `ContactWatch`).
+    #[serde(default)]
+    pub joint_range_excess: f64,
     pub failed_steps: usize,
     /// The failed step's status and time after control took over (s); the run ended there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,6 +222,7 @@ pub fn run_pull(
                 final_base_error_m: m.final_base_error_m,
                 footfalls: m.footfalls.values().sum(),
                 trunk_touched: m.trunk_touched,
+                joint_range_excess: m.joint_range_excess,
                 failed_steps: m.failed_steps,
                 failed_step: m.failed_step,
                 failed_replans: m.failed_replans,
@@ -256,6 +260,7 @@ pub fn run_pull(
                 final_base_error_m: errors.last().map_or(f64::NAN, |e| e.1),
                 footfalls: watch.counter.total(),
                 trunk_touched: watch.trunk_touched,
+                joint_range_excess: watch.joint_range_excess,
                 failed_steps,
                 failed_step,
                 failed_replans: 0,
