@@ -472,6 +472,69 @@ fn random_problem_243_converges_only_with_the_globalized_phase() {
     assert!(out.lambda.iter().chain(&out.w).all(|x| x.is_finite()));
 }
 
+/// Two single contacts from `tests/contact_solver_random.rs` (seed 17) on which every stage
+/// before the mode enumeration stalls. Problem 21 576 (SPD, `mu = 1.6`, approaching at 5e-8
+/// m/s while sliding at 0.44 m/s): its only solution slides with a normal impulse 1e9 times what
+/// stops the approach, at a slip angle next to a pole of the sliding equations, which projected
+/// Gauss-Seidel finds and the enumeration finishes. Problem 9 848 (`G` of rank 2, its second
+/// eigenvalue 1e-7 of the first): no sliding solution exists, and the sticking impulses form a
+/// line whose least-norm point is outside the cone; the solution is on that line 3e6 impulse
+/// scales away, reached by the enumeration's search in the null space. Both converge (9 848 at
+/// the rounding floor), inside the cones, and satisfy Coulomb's law with complementarity
+/// relative to the largest impulse; without the globalized phase both stall.
+#[test]
+fn single_contacts_that_need_the_mode_enumeration_converge() {
+    let problems: [([f64; 9], [f64; 3], f64); 2] = [
+        (
+            [
+                0.056707131542898144,
+                0.027125957321552246,
+                -0.02371012784680069,
+                0.027125957321552246,
+                0.013070746028943417,
+                -0.011496813489995308,
+                -0.02371012784680069,
+                -0.011496813489995308,
+                0.010167162839122933,
+            ],
+            [-5.378922055119566e-08, 0.2832907064603603, -0.33207629855577875],
+            1.5983143917479088,
+        ),
+        (
+            [
+                0.34956584039021177,
+                -0.2626068058080653,
+                0.2659635402621165,
+                -0.2626068058080653,
+                0.19727999483468944,
+                -0.19980172616638736,
+                0.2659635402621165,
+                -0.19980172616638736,
+                0.20235571248148856,
+            ],
+            [-0.21976338102130757, 0.019021737113603887, 0.0915423622481099],
+            0.9843932831149762,
+        ),
+    ];
+    for (g, b, mu) in problems {
+        let g = DMatrix::from_row_slice(3, 3, &g);
+        let out = solve(&g, &b, &[mu]);
+        assert_eq!(out.info.status, Status::Converged, "{:?}", out.info);
+        assert!(out.info.min_iterate_cone_margin > 0.0, "{:?}", out.info);
+        let (l, w) = (&out.lambda, &out.w);
+        let (v, scale) = (out.info.velocity_scale, out.info.impulse_scale);
+        // Complementarity relative to the largest impulse, as the random test measures it.
+        let big = scale.max(l.iter().fold(0.0_f64, |m, x| m.max(x.abs())));
+        let (lt, wt) = (l[1].hypot(l[2]), w[1].hypot(w[2]));
+        assert!(l[0] > 0.0 && mu * l[0] - lt > 0.0, "{l:?}");
+        assert!(w[0] >= -1e-6 * v && l[0] * w[0] <= 1e-6 * v * big, "{l:?} {w:?}");
+        assert!(mu * l[0] * wt + l[1] * w[1] + l[2] * w[2] <= 1e-6 * v * big, "{l:?} {w:?}");
+        let plain = Settings { global_iterations: 0, ..Settings::default() };
+        let mut solver = ContactSolver::new(1);
+        assert_eq!(solve_with(&mut solver, &plain, &g, &b, &[mu], None).info.status, Status::MaxIterations);
+    }
+}
+
 #[test]
 fn central_path_solve_hits_kappa() {
     let mut r = rng(6);

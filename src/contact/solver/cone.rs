@@ -12,6 +12,21 @@ pub(super) fn norm2(a: f64, b: f64) -> f64 {
 
 /// `det(x) = x0^2 - ||x1||^2` of the second-order cone, as `(x0 - ||x1||)(x0 + ||x1||)`, which
 /// loses less precision near the boundary.
+/// The Euclidean projection of `x = (x_n, x_t)` onto the friction cone
+/// `K_mu = {(l_n, l_t): ||l_t|| <= mu l_n}`: `x` itself inside, `0` inside the polar cone, else
+/// the nearest point of the boundary ray through `x_t`.
+pub(super) fn project_friction_cone(x: [f64; 3], mu: f64) -> [f64; 3] {
+    let r = norm2(x[1], x[2]);
+    if r <= mu * x[0] {
+        x
+    } else if mu * r <= -x[0] {
+        [0.0; 3]
+    } else {
+        let t = (x[0] + mu * r) / (1.0 + mu * mu);
+        [t, mu * t * x[1] / r, mu * t * x[2] / r]
+    }
+}
+
 pub(super) fn soc_det(x: [f64; 3]) -> f64 {
     let nx = norm2(x[1], x[2]);
     (x[0] - nx) * (x[0] + nx)

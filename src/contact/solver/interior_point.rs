@@ -9,7 +9,9 @@ use super::{Info, Settings, Status};
 use crate::linalg::{lu_factor, lu_solve, mat_vec, PivotRule};
 use nalgebra::DMatrixView;
 
+mod enumerate;
 mod globalize;
+mod nsgs;
 
 /// A step shorter than this counts towards a stall.
 const STALL_STEP: f64 = 1e-2;
@@ -112,6 +114,28 @@ pub struct ContactSolver {
     sig: Vec<f64>,
     /// Rows of the approaching contacts in the sticking start (3k).
     active: Vec<usize>,
+    /// Mode enumeration: guessed and tried modes (k each), the guess's slip angles (k), the
+    /// unknowns, the step and the residual (3k each), the Jacobian and its
+    /// right singular vectors (9k^2 each), singular values and a scratch column (3k each), and
+    /// the null directions in impulse space (9k^2).
+    emode: Vec<u8>,
+    etry: Vec<u8>,
+    eth0: Vec<f64>,
+    ey: Vec<f64>,
+    edy: Vec<f64>,
+    ef: Vec<f64>,
+    ejac: Vec<f64>,
+    ev: Vec<f64>,
+    esig: Vec<f64>,
+    etmp: Vec<f64>,
+    enull: Vec<f64>,
+    /// Variable projection: the angle Jacobian, its right singular vectors (9k^2 each), singular
+    /// values, the residual and a saved copy of the unknowns (3k each).
+    ejt: Vec<f64>,
+    evt: Vec<f64>,
+    esigt: Vec<f64>,
+    er: Vec<f64>,
+    ey1: Vec<f64>,
 }
 
 impl ContactSolver {
@@ -164,6 +188,22 @@ impl ContactSolver {
             rp: vec![0.0; n],
             sig: vec![0.0; m],
             active: vec![0; n],
+            emode: vec![0; m],
+            etry: vec![0; m],
+            eth0: vec![0.0; m],
+            ey: vec![0.0; n],
+            edy: vec![0.0; n],
+            ef: vec![0.0; n],
+            ejac: vec![0.0; n * n],
+            ev: vec![0.0; n * n],
+            esig: vec![0.0; n],
+            etmp: vec![0.0; n],
+            enull: vec![0.0; n * n],
+            ejt: vec![0.0; n * n],
+            evt: vec![0.0; n * n],
+            esigt: vec![0.0; n],
+            er: vec![0.0; n],
+            ey1: vec![0.0; n],
         }
     }
 

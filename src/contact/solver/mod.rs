@@ -121,11 +121,38 @@
 //! restarts included), which finishes quadratically when it does not jam; otherwise the fixed
 //! point resumes.
 //!
-//! This is a safeguarded restart from a sequence of starting points, not a descent method:
-//! there is no convergence guarantee (none is known for the discrete Coulomb problem with `mu`
-//! unrestricted). If the phase does not converge, the best iterate met (or the stalled one) is
-//! returned with the status the Coulomb iteration had. Every iterate stays strictly inside the
-//! cones.
+//! **Enumeration.** Last, the contact modes are enumerated. At a Coulomb solution each contact
+//! is separated (`lambda_i = 0`, `w_n >= 0`), sticking (`w_i = 0`, `lambda_i in K_mu`) or sliding
+//! (`w_n = 0`, `lambda_i = gamma (1, -mu cos th, -mu sin th)`, `gamma >= 0`, `w_t` along
+//! `(cos th, sin th)`). With the modes fixed the unknowns `y = (lambda_S, (gamma, th)_D)` solve
+//! the square system
+//!
+//! ```text
+//! F(y) = [ w_i (sticking i);  w_n,i  and  w_t1,i sin th_i - w_t2,i cos th_i (sliding i) ] = 0
+//! ```
+//!
+//! linear but for the slip angles. It is solved by Gauss-Newton steps `dy = -J^+ F` with a
+//! backtracking line search on `|F|`; the pseudo-inverse (one-sided Jacobi SVD, relative
+//! cut-off `1e-13`) gives the least-norm step where `G` is singular, since a rank-deficient
+//! `G` makes the solutions of a mode set an affine set (a contact pushing a dof that several
+//! contacts share). The least-norm point of that set may leave a cone, so the answer is then
+//! moved along the set's directions (the null space of the impulse columns of `J` at the final
+//! angles) by cyclic projections onto the most violated linearized constraint (Polyak's step
+//! for a convex feasibility problem) until every sticking impulse is inside its cone, every
+//! sliding `gamma` positive and every separated `w_n` non-negative. A sliding impulse is then
+//! moved inside its ray by a relative `eps` in `[4 eps_mach, 1e-12]` and a separated contact
+//! given an impulse of `1e-3 tol / max(1, w_n, (1 + mu) |w_t|)` (normalized), each adding at most `1e-3 tol`
+//! to the residual, so the answer is strictly inside the cones as every iterate is. It is accepted only if the convergence test below passes. The mode sets tried:
+//! the one the phase's best iterate suggests (read as [`classify`] reads an answer), then, for
+//! `k <= 5`, every other (`3^k <= 243`), and for larger `k` those that change the modes of one or
+//! two contacts. This is the enumerative approach to the discrete problem (Acary & Brogliato
+//! 2008 survey it); it costs a `3k x 3k` SVD per Gauss-Newton step and runs only after every
+//! stage above has stalled.
+//!
+//! None of this is a descent method with a guarantee (none is known for the discrete Coulomb
+//! problem with `mu` unrestricted). If the phase does not converge, the best iterate met (or the
+//! stalled one) is returned with the status the Coulomb iteration had. Every iterate stays
+//! strictly inside the cones.
 //!
 //! **The rounding floor.** `w~ = G~ lambda~ + b~` cannot be computed to better than about
 //! `dw = eps (3k |lambda~|_inf + |b~|_inf)`. Along a soft direction of an ill-conditioned `G`
@@ -212,9 +239,9 @@
 //! # Layout
 //! [`Settings`], [`Status`] and [`Info`] in `settings.rs`; [`ContactMode`] and the classifiers in
 //! `modes.rs`; the iteration ([`ContactSolver`]) in `interior_point.rs`, its globalized phase in
-//! `interior_point/globalize.rs`; the second-order-cone
-//! algebra (Jordan product, arrow matrices, Nesterov-Todd scaling, step to the boundary) in
-//! `cone.rs`; the dense LU in [`crate::linalg`].
+//! `interior_point/globalize.rs` and its mode enumeration in `interior_point/enumerate.rs`; the
+//! second-order-cone algebra (Jordan product, arrow matrices, Nesterov-Todd scaling, step to the
+//! boundary) in `cone.rs`; the dense LU and the Jacobi SVD in [`crate::linalg`].
 
 mod cone;
 mod interior_point;

@@ -18,7 +18,12 @@ pub struct Settings {
     /// (warm and cold) ends in `MaxIterations` or `LinearSolveFailed` (module docs,
     /// "Globalization"); `0` disables it. Default `3000`, range `0..=100_000`. Iterations are
     /// spent only on stalls; on 30 000 random problems of `tests/contact_solver_random.rs`
-    /// (seed 17) a budget of 1200 left 267 stalled, 2000 left 179, 3000 left 150.
+    /// (seed 17) a budget of 1200 left 267 stalled, 2000 left 179, 3000 left 150. The budget
+    /// bounds the restarts and the fixed point; the mode enumeration that follows them has its
+    /// own fixed limits (at most 10^6 projected Gauss-Seidel sweeps, and up to 243 mode sets
+    /// from each of two guesses) and is off with the phase. Its cost, measured on the 530
+    /// problems of seed 16 that stall before it: median 9 ms a problem, at most 0.76 s among
+    /// those it solves, 1.6 s for the slowest it does not (eight contacts).
     pub global_iterations: usize,
     /// Smallest central-path parameter the predictor-corrector targets, normalized units.
     /// Default `1e-10`, range `(0, tolerance]`.

@@ -73,6 +73,9 @@ impl ContactSolver {
         self.lam[..n].copy_from_slice(&self.gbest[..n]);
         self.update_w();
         self.fixed_point(settings, budget, best, info);
+        if info.status != Status::Converged && !self.enumerate_modes(settings, info) {
+            self.coulomb_residual(info);
+        }
     }
 
     /// Sets `lambda~` to the impulse that stops every approaching contact (`b~_n < 0`) and leaves
@@ -166,7 +169,7 @@ impl ContactSolver {
 
     /// Sets `s = max(w_n, 0)` and `psi = ||w_t||` (their values at a Coulomb solution) for the
     /// current `lambda` and `w`, and reports the residual of the hard problem in `info`.
-    fn coulomb_residual(&mut self, info: &mut Info) -> f64 {
+    pub(super) fn coulomb_residual(&mut self, info: &mut Info) -> f64 {
         for i in 0..self.k {
             self.s[i] = self.w[3 * i].max(0.0);
             self.psi[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);

@@ -1,0 +1,585 @@
+//! Mode enumeration: the last stage of the globalized phase (math in the
+//! [module docs](super::super), "Enumeration"). A Coulomb solution puts each contact in one of
+//! three modes, and once the modes are fixed the problem is a small system of equations,
+//! linear but for the slip angles of the sliding contacts. Starting from the modes the best
+//! iterate of the phase suggests, candidate mode sets are solved by a Gauss-Newton iteration
+//! with a pseudo-inverse (a singular `G` leaves whole affine sets of solutions), moved inside
+//! the cones along that set where it has to be, and accepted only when the solver's own
+//! convergence test passes. It runs only where everything before it stalled.
+
+use super::super::cone::norm2;
+use super::ContactSolver;
+use crate::contact::solver::{Info, Settings, Status};
+use crate::linalg::svd_jacobi;
+
+/// Contact modes of a candidate.
+const SEPARATED: u8 = 0;
+const STICKING: u8 = 1;
+const SLIDING: u8 = 2;
+/// Every mode set is tried for at most this many contacts (`3^5 = 243` sets); above it, the
+/// guess and the sets that change one or two of its contacts.
+const FULL_K: usize = 5;
+const MAX_CHANGES: usize = 2;
+/// Gauss-Newton iterations on the slip angles per mode set and start.
+const NEWTON_ITERATIONS: usize = 30;
+/// Relative cut-off of the pseudo-inverse and of the null space (singular values below it
+/// times the largest count as zero).
+const RANK_CUTOFF: f64 = 1e-13;
+/// Sweeps of projected Gauss-Seidel before the second enumeration.
+const NSGS_SWEEPS: usize = 1_000_000;
+/// Projections of the interior search in the null space.
+const INTERIOR_ITERATIONS: usize = 500;
+
+impl ContactSolver {
+    /// Tries mode sets from the current iterate (the phase's best, `w` up to date), then from
+    /// where projected Gauss-Seidel takes it. On success the iterate is the accepted answer and
+    /// `info` says `Converged`; otherwise the iterate is restored and `info` is untouched but for
+    /// the iterations.
+    pub(super) fn enumerate_modes(&mut self, settings: &Settings, info: &mut Info) -> bool {
+        let n = 3 * self.k;
+        self.glam[..n].copy_from_slice(&self.lam[..n]);
+        if self.enumerate_from_iterate(settings, info) {
+            return true;
+        }
+        self.lam[..n].copy_from_slice(&self.glam[..n]);
+        info.iterations += self.projected_gauss_seidel(NSGS_SWEEPS);
+        self.update_w();
+        if self.lam[..n].iter().chain(&self.w[..n]).all(|x| x.is_finite())
+            && self.enumerate_from_iterate(settings, info)
+        {
+            return true;
+        }
+        self.lam[..n].copy_from_slice(&self.glam[..n]);
+        self.update_w();
+        false
+    }
+
+    /// The enumeration from the guess the current iterate gives.
+    fn enumerate_from_iterate(&mut self, settings: &Settings, info: &mut Info) -> bool {
+        let k = self.k;
+        let n = 3 * k;
+        let lmax = self.lam[..n].iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        for i in 0..k {
+            let (gam, wn) = (self.lam[3 * i], self.w[3 * i]);
+            let (w1, w2) = (self.w[3 * i + 1], self.w[3 * i + 2]);
+            let slip = norm2(w1, w2);
+            // As `classify` reads an answer, in normalized units.
+            self.emode[i] = if gam <= 1e-9 * lmax.max(1.0) || wn >= self.gt[3 * i * n + 3 * i] * gam {
+                SEPARATED
+            } else if slip <= 1e-6 {
+                STICKING
+            } else {
+                SLIDING
+            };
+            self.eth0[i] = if slip > 0.0 { w2.atan2(w1) } else { (-self.lam[3 * i + 2]).atan2(-self.lam[3 * i + 1]) };
+        }
+        self.gbest[..n].copy_from_slice(&self.lam[..n]);
+        let changes = if k <= FULL_K { k } else { MAX_CHANGES };
+        let mut idx = [0usize; 8];
+        for d in 0..=changes {
+            // Every set of `d` contacts (in lexicographic order), each changed to one of its two
+            // other modes.
+            for (j, slot) in idx[..d].iter_mut().enumerate() {
+                *slot = j;
+            }
+            loop {
+                for choice in 0..1usize << d {
+                    self.etry[..k].copy_from_slice(&self.emode[..k]);
+                    for (j, &c) in idx[..d].iter().enumerate() {
+                        let bump = if choice >> j & 1 == 0 { 1 } else { 2 };
+                        self.etry[c] = (self.emode[c] + bump) % 3;
+                    }
+                    if self.try_modes(settings, info) {
+                        return true;
+                    }
+                }
+                if !next_combination(&mut idx[..d], k) {
+                    break;
+                }
+            }
+        }
+        false
+    }
+
+    /// Solves the mode set `etry` from each start of the slip angles (those the best iterate
+    /// suggests, then the directions of the free slip `b~_t`), moves the answer inside the cones
+    /// and accepts it if the convergence test passes.
+    fn try_modes(&mut self, settings: &Settings, info: &mut Info) -> bool {
+        let k = self.k;
+        let sliding = self.etry[..k].contains(&SLIDING);
+        for start in 0..if sliding { 2 } else { 1 } {
+            if self.try_start(settings, info, start) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn try_start(&mut self, settings: &Settings, info: &mut Info, start: usize) -> bool {
+        let k = self.k;
+        let n = 3 * k;
+        // Unknowns y: lambda_i (3) per sticking contact, (gamma_i, theta_i) per sliding one.
+        let mut q = 0;
+        for i in 0..k {
+            match self.etry[i] {
+                STICKING => {
+                    self.ey[q..q + 3].copy_from_slice(&self.gbest[3 * i..3 * i + 3]);
+                    q += 3;
+                }
+                SLIDING => {
+                    self.ey[q] = self.gbest[3 * i].max(0.0);
+                    self.ey[q + 1] = match start {
+                        0 => self.eth0[i],
+                        _ => self.bt[3 * i + 2].atan2(self.bt[3 * i + 1]),
+                    };
+                    q += 2;
+                }
+                _ => {}
+            }
+        }
+        if q > 0 {
+            self.solve_projected(q, info);
+        } else {
+            self.mode_residual();
+        }
+        if !self.lam[..n].iter().chain(&self.w[..n]).all(|x| x.is_finite()) {
+            return false;
+        }
+        self.move_inside(q);
+        // Strictly inside every cone: a sliding impulse a hair inside its ray, a separated
+        // contact a residual impulse; each adds at most `1e-3 tol` to the residual.
+        for i in 0..k {
+            match self.etry[i] {
+                SLIDING => {
+                    // The friction residual grows by eps mu gamma |w_t|: at most 1e-3 tol.
+                    let slip = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
+                    let size = self.mu[i] * self.lam[3 * i] * slip;
+                    let eps = (1e-3 * settings.tolerance / size).clamp(4.0 * f64::EPSILON, 1e-12);
+                    self.lam[3 * i + 1] *= 1.0 - eps;
+                    self.lam[3 * i + 2] *= 1.0 - eps;
+                }
+                SEPARATED => {
+                    // gamma w_n, mu gamma |w_t| and the Jordan product's tangent part all scale
+                    // with this gamma.
+                    let w = &self.w[3 * i..3 * i + 3];
+                    let size = w[0].max((1.0 + self.mu[i]) * norm2(w[1], w[2])).max(1.0);
+                    self.lam[3 * i] = 1e-3 * settings.tolerance / size;
+                }
+                _ => {}
+            }
+        }
+        self.update_w();
+        for i in 0..k {
+            self.s[i] = self.w[3 * i].max(0.0);
+            self.psi[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
+        }
+        let (res, _, margin) = self.residual(0.0);
+        let accepted = margin > 0.0
+            && (0..k).all(|i| self.lam[3 * i] > 0.0)
+            && self.lam[..n].iter().chain(&self.w[..n]).all(|x| x.is_finite())
+            && (res <= settings.tolerance || self.converged_at_floor(settings, 0.0));
+        if accepted {
+            info.status = Status::Converged;
+            self.coulomb_residual(info);
+        }
+        accepted
+    }
+
+    /// One least-squares step of the impulse unknowns alone (the equations are linear in them):
+    /// `dx = -J_x^+ F` at the present angles.
+    fn linear_step(&mut self, q: usize) {
+        let k = self.k;
+        self.mode_residual();
+        let m = self.mode_jacobian(q);
+        svd_jacobi(&mut self.ejac[..q * m], q, m, &mut self.ev[..m * m], &mut self.esig[..m]);
+        let smax = self.esig[..m].iter().fold(0.0_f64, |a, &s| a.max(s));
+        self.edy[..m].fill(0.0);
+        for j in 0..m {
+            let s = self.esig[j];
+            if s.is_nan() || s <= RANK_CUTOFF * smax {
+                continue;
+            }
+            let c = (0..q).map(|r| self.ejac[r * m + j] * self.ef[r]).sum::<f64>() / (s * s);
+            for r in 0..m {
+                self.edy[r] -= c * self.ev[r * m + j];
+            }
+        }
+        // Impulse unknowns sit in y in contact order; angles are skipped.
+        let (mut x, mut y) = (0, 0);
+        for i in 0..k {
+            match self.etry[i] {
+                STICKING => {
+                    for c in 0..3 {
+                        self.ey[y + c] += self.edy[x + c];
+                    }
+                    (x, y) = (x + 3, y + 3);
+                }
+                SLIDING => {
+                    self.ey[y] += self.edy[x];
+                    (x, y) = (x + 1, y + 2);
+                }
+                _ => {}
+            }
+        }
+        self.mode_residual();
+    }
+
+    /// Variable projection (Golub & Pereyra 1973): the impulses are eliminated by a
+    /// least-squares solve at every value of the slip angles, and Gauss-Newton runs on the
+    /// angles alone, with a forward-difference Jacobian. Returns `|F|`.
+    fn solve_projected(&mut self, q: usize, info: &mut Info) {
+        let k = self.k;
+        let mut angles = [0usize; 8];
+        let mut d = 0;
+        let mut y = 0;
+        for i in 0..k {
+            match self.etry[i] {
+                STICKING => y += 3,
+                SLIDING => {
+                    angles[d] = y + 1;
+                    d += 1;
+                    y += 2;
+                }
+                _ => {}
+            }
+        }
+        self.linear_step(q);
+        let mut f = self.linear_step_norm(q);
+        for _ in 0..NEWTON_ITERATIONS {
+            if d == 0 || f.is_nan() || f <= 1e-15 * (1.0 + self.lam_inf()) {
+                break;
+            }
+            info.iterations += 1;
+            self.er[..q].copy_from_slice(&self.ef[..q]);
+            self.ey1[..q].copy_from_slice(&self.ey[..q]);
+            for (c, &a) in angles[..d].iter().enumerate() {
+                let h = 1e-7;
+                self.ey[..q].copy_from_slice(&self.ey1[..q]);
+                self.ey[a] += h;
+                self.linear_step(q);
+                for r in 0..q {
+                    self.ejt[r * d + c] = (self.ef[r] - self.er[r]) / h;
+                }
+            }
+            svd_jacobi(&mut self.ejt[..q * d], q, d, &mut self.evt[..d * d], &mut self.esigt[..d]);
+            let smax = self.esigt[..d].iter().fold(0.0_f64, |m, &s| m.max(s));
+            let mut step = [0.0; 8];
+            for j in 0..d {
+                let s = self.esigt[j];
+                if s.is_nan() || s <= RANK_CUTOFF * smax {
+                    continue;
+                }
+                let c = (0..q).map(|r| self.ejt[r * d + j] * self.er[r]).sum::<f64>() / (s * s);
+                for (r, st) in step[..d].iter_mut().enumerate() {
+                    *st -= c * self.evt[r * d + j];
+                }
+            }
+            let mut alpha = 1.0;
+            let mut next = f64::INFINITY;
+            while alpha >= 1e-6 {
+                self.ey[..q].copy_from_slice(&self.ey1[..q]);
+                for (c, &a) in angles[..d].iter().enumerate() {
+                    self.ey[a] += alpha * step[c];
+                }
+                self.linear_step(q);
+                next = self.linear_step_norm(q);
+                if next < (1.0 - 1e-4 * alpha) * f {
+                    break;
+                }
+                alpha *= 0.5;
+            }
+            if next.is_nan() || next >= f {
+                self.ey[..q].copy_from_slice(&self.ey1[..q]);
+                self.linear_step(q);
+                break;
+            }
+            f = next;
+        }
+    }
+
+    fn linear_step_norm(&self, q: usize) -> f64 {
+        let f = self.ef[..q].iter().map(|x| x * x).sum::<f64>().sqrt();
+        if f.is_nan() {
+            f64::INFINITY
+        } else {
+            f
+        }
+    }
+
+    fn lam_inf(&self) -> f64 {
+        self.lam[..3 * self.k].iter().fold(0.0_f64, |m, x| m.max(x.abs()))
+    }
+
+    /// Sets `lambda` and `w` from the unknowns `ey` of the mode set `etry` and the residual
+    /// `ef`: `w_i` (sticking), `w_n` and `w_t1 sin th - w_t2 cos th` (sliding: `w_t` along the
+    /// slip direction `(cos th, sin th)`, the friction `-mu gamma` times it). Returns `|F|_2`.
+    fn mode_residual(&mut self) -> f64 {
+        let k = self.k;
+        let mut q = 0;
+        for i in 0..k {
+            let l = &mut self.lam[3 * i..3 * i + 3];
+            match self.etry[i] {
+                STICKING => {
+                    l.copy_from_slice(&self.ey[q..q + 3]);
+                    q += 3;
+                }
+                SLIDING => {
+                    let (g, th, mu) = (self.ey[q], self.ey[q + 1], self.mu[i]);
+                    l[0] = g;
+                    l[1] = -mu * g * th.cos();
+                    l[2] = -mu * g * th.sin();
+                    q += 2;
+                }
+                _ => l.fill(0.0),
+            }
+        }
+        self.update_w();
+        let mut q = 0;
+        let mut sum = 0.0;
+        for i in 0..k {
+            let w = &self.w[3 * i..3 * i + 3];
+            match self.etry[i] {
+                STICKING => {
+                    self.ef[q..q + 3].copy_from_slice(w);
+                    q += 3;
+                }
+                SLIDING => {
+                    let th = self.ey[q + 1];
+                    self.ef[q] = w[0];
+                    self.ef[q + 1] = w[1] * th.sin() - w[2] * th.cos();
+                    q += 2;
+                }
+                _ => {}
+            }
+        }
+        for x in &self.ef[..q] {
+            sum += x * x;
+        }
+        let f = sum.sqrt();
+        if f.is_nan() {
+            f64::INFINITY
+        } else {
+            f
+        }
+    }
+
+    /// The Jacobian of [`Self::mode_residual`] in the impulse unknowns (`lambda_S`, `gamma_D`;
+    /// the angles fixed) into `ejac` (`q x m`, row-major); returns `m`.
+    fn mode_jacobian(&mut self, q: usize) -> usize {
+        let k = self.k;
+        let n = 3 * k;
+        let cols = q - (0..k).filter(|&i| self.etry[i] == SLIDING).count();
+        let mut col = 0;
+        for j in 0..k {
+            let (mode, mu) = (self.etry[j], self.mu[j]);
+            // Each unknown of contact j moves lambda_j along `a`; dw = G a.
+            let count = match mode {
+                STICKING => 3,
+                SLIDING => 1,
+                _ => 0,
+            };
+            for u in 0..count {
+                let a: [f64; 3] = if mode == STICKING {
+                    let mut e = [0.0; 3];
+                    e[u] = 1.0;
+                    e
+                } else {
+                    let th = self.ey[self.ycol(j) + 1];
+                    [1.0, -mu * th.cos(), -mu * th.sin()]
+                };
+                for r in 0..n {
+                    let row = &self.gt[r * n + 3 * j..r * n + 3 * j + 3];
+                    self.etmp[r] = row[0] * a[0] + row[1] * a[1] + row[2] * a[2];
+                }
+                // The rows of F.
+                let mut row = 0;
+                for i in 0..k {
+                    match self.etry[i] {
+                        STICKING => {
+                            for c in 0..3 {
+                                self.ejac[(row + c) * cols + col] = self.etmp[3 * i + c];
+                            }
+                            row += 3;
+                        }
+                        SLIDING => {
+                            let (s, c) = self.ey[self.ycol(i) + 1].sin_cos();
+                            self.ejac[row * cols + col] = self.etmp[3 * i];
+                            self.ejac[(row + 1) * cols + col] = self.etmp[3 * i + 1] * s - self.etmp[3 * i + 2] * c;
+                            row += 2;
+                        }
+                        _ => {}
+                    }
+                }
+                col += 1;
+            }
+        }
+        cols
+    }
+
+    /// Index in `ey` of contact `j`'s first unknown.
+    fn ycol(&self, j: usize) -> usize {
+        self.etry[..j].iter().map(|&m| usize::from(m == STICKING) * 3 + usize::from(m == SLIDING) * 2).sum()
+    }
+
+    /// Moves the answer along the directions that leave the mode equations unchanged (the null
+    /// space of their impulse Jacobian at the final angles; nonempty when `G` is singular) until
+    /// every sticking impulse is strictly inside its cone, every sliding `gamma` positive and
+    /// every separated contact's `w_n` non-negative, if it can: cyclic projections onto the
+    /// linearized most violated constraint (a subgradient method with Polyak's step on a convex
+    /// feasibility problem).
+    fn move_inside(&mut self, q: usize) {
+        let k = self.k;
+        let n = 3 * k;
+        if q == 0 {
+            return;
+        }
+        let m = self.mode_jacobian(q);
+        svd_jacobi(&mut self.ejac[..q * m], q, m, &mut self.ev[..m * m], &mut self.esig[..m]);
+        let smax = self.esig[..m].iter().fold(0.0_f64, |a, &s| a.max(s));
+        // Null directions, mapped to impulse space (n each) into `enull`.
+        let mut p = 0;
+        for j in 0..m {
+            if self.esig[j] > RANK_CUTOFF * smax {
+                continue;
+            }
+            let mut r = 0;
+            for i in 0..k {
+                let out = &mut self.enull[p * n + 3 * i..p * n + 3 * i + 3];
+                match self.etry[i] {
+                    STICKING => {
+                        for c in 0..3 {
+                            out[c] = self.ev[(r + c) * m + j];
+                        }
+                        r += 3;
+                    }
+                    SLIDING => {
+                        let g = self.ev[r * m + j];
+                        let l = &self.lam[3 * i..3 * i + 3];
+                        // Along the ray: lambda_i / gamma_i times d gamma.
+                        let ratio = if l[0] != 0.0 { g / l[0] } else { 0.0 };
+                        out[0] = g;
+                        out[1] = l[1] * ratio;
+                        out[2] = l[2] * ratio;
+                        r += 1;
+                    }
+                    _ => out.fill(0.0),
+                }
+            }
+            p += 1;
+        }
+        if p == 0 {
+            return;
+        }
+        let target = 1e-9 * (1.0 + self.lam_inf());
+        for _ in 0..INTERIOR_ITERATIONS {
+            // The most violated constraint and its gradient in impulse space (in `etmp`).
+            let (mut worst, mut who) = (f64::INFINITY, usize::MAX);
+            for i in 0..k {
+                let l = &self.lam[3 * i..3 * i + 3];
+                let v = match self.etry[i] {
+                    STICKING => self.mu[i] * l[0] - norm2(l[1], l[2]),
+                    SLIDING => l[0],
+                    // A separated contact's w_n, in the same normalized units.
+                    _ => (0..n).map(|c| self.gt[3 * i * n + c] * self.lam[c]).sum::<f64>() + self.bt[3 * i] + target,
+                };
+                if v < worst {
+                    (worst, who) = (v, i);
+                }
+            }
+            if worst >= target || who == usize::MAX {
+                break;
+            }
+            let i = who;
+            self.etmp[..n].fill(0.0);
+            match self.etry[i] {
+                STICKING => {
+                    let l = &self.lam[3 * i..3 * i + 3];
+                    let t = norm2(l[1], l[2]);
+                    self.etmp[3 * i] = self.mu[i];
+                    if t > 0.0 {
+                        self.etmp[3 * i + 1] = -l[1] / t;
+                        self.etmp[3 * i + 2] = -l[2] / t;
+                    }
+                }
+                SLIDING => self.etmp[3 * i] = 1.0,
+                _ => self.etmp[..n].copy_from_slice(&self.gt[3 * i * n..3 * i * n + n]),
+            }
+            // Gradient in null coordinates, then the Polyak step onto the linearization.
+            let mut norm = 0.0;
+            for a in 0..p {
+                let g: f64 = (0..n).map(|c| self.enull[a * n + c] * self.etmp[c]).sum();
+                self.edy[a] = g;
+                norm += g * g;
+            }
+            if norm.is_nan() || norm <= 0.0 {
+                break;
+            }
+            let step = (target - worst) / norm;
+            for a in 0..p {
+                let t = step * self.edy[a];
+                for c in 0..n {
+                    self.lam[c] += t * self.enull[a * n + c];
+                }
+            }
+        }
+        self.update_w();
+    }
+}
+
+/// Advances `idx` (strictly increasing indices below `k`) to the next combination in
+/// lexicographic order; `false` after the last (and for the empty combination).
+fn next_combination(idx: &mut [usize], k: usize) -> bool {
+    let d = idx.len();
+    for j in (0..d).rev() {
+        if idx[j] < k - d + j {
+            idx[j] += 1;
+            for t in j + 1..d {
+                idx[t] = idx[t - 1] + 1;
+            }
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nalgebra::DMatrix;
+
+    /// The impulse Jacobian against central differences of the mode residual, on a
+    /// three-contact problem with one contact in each mode.
+    #[test]
+    fn mode_jacobian_matches_finite_differences() {
+        let n = 9;
+        let a = DMatrix::from_fn(n, n, |r, c| ((r * 7 + c * 3) % 11) as f64 / 11.0 - 0.4);
+        let g = &a * a.transpose() + DMatrix::identity(n, n) * 0.1;
+        let b = [-0.5, 0.3, -0.2, -0.4, 0.6, 0.1, 0.2, -0.3, 0.4];
+        let mu = [0.8, 1.2, 0.5];
+        let mut solver = ContactSolver::new(3);
+        let (mut l, mut w) = ([0.0; 9], [0.0; 9]);
+        solver.solve(&Settings::default(), g.as_view(), &b, &mu, None, &mut l, &mut w);
+        solver.etry[..3].copy_from_slice(&[STICKING, SLIDING, SEPARATED]);
+        let y = [0.3, -0.1, 0.05, 0.7, 0.4];
+        solver.ey[..5].copy_from_slice(&y);
+        solver.mode_residual();
+        assert_eq!(solver.mode_jacobian(5), 4);
+        let jac = solver.ejac[..20].to_vec();
+        // Unknown c of the impulses sits at y index `at[c]` (the angle, y[4], is fixed).
+        let at = [0, 1, 2, 3];
+        for (c, &yc) in at.iter().enumerate() {
+            let h = 1e-6;
+            let mut f = [[0.0; 5]; 2];
+            for (s, out) in [h, -h].iter().zip(f.iter_mut()) {
+                solver.ey[..5].copy_from_slice(&y);
+                solver.ey[yc] += s;
+                solver.mode_residual();
+                out.copy_from_slice(&solver.ef[..5]);
+            }
+            for r in 0..5 {
+                let fd = (f[0][r] - f[1][r]) / (2.0 * h);
+                assert!((fd - jac[r * 4 + c]).abs() < 1e-7, "({r}, {c}): {} vs {fd}", jac[r * 4 + c]);
+            }
+        }
+    }
+}
