@@ -130,12 +130,15 @@ pub struct ContactSolver {
     etmp: Vec<f64>,
     enull: Vec<f64>,
     /// Variable projection: the angle Jacobian, its right singular vectors (9k^2 each), singular
-    /// values, the residual and a saved copy of the unknowns (3k each).
+    /// values, the residual and a saved copy of the unknowns (3k each), the sliding contacts'
+    /// angle positions in the unknowns and the angle step (k each).
     ejt: Vec<f64>,
     evt: Vec<f64>,
     esigt: Vec<f64>,
     er: Vec<f64>,
     ey1: Vec<f64>,
+    eangle: Vec<usize>,
+    estep: Vec<f64>,
 }
 
 impl ContactSolver {
@@ -204,6 +207,8 @@ impl ContactSolver {
             esigt: vec![0.0; n],
             er: vec![0.0; n],
             ey1: vec![0.0; n],
+            eangle: vec![0; m],
+            estep: vec![0.0; m],
         }
     }
 

@@ -168,7 +168,8 @@
 //! `cond(G)` up to 1e8, every problem provably solvable, seed 16; the phase's constants were
 //! chosen on seed 17): stalls 7 974 without the phase, 2 747 with the fixed point alone
 //! (budget 1200), 2 072 with the rounding floor added, 530 with the restarts and a budget of
-//! 3000 (261 SPD, 269 rank-deficient). The test's module docs classify what is left.
+//! 3000 (261 SPD, 269 rank-deficient), 44 with the mode enumeration (19 SPD, 25
+//! rank-deficient). The test's module docs say what is left.
 //!
 //! # Scaling and the residual
 //! Everything is solved in normalized units so that tolerances are dimensionless and the iterates

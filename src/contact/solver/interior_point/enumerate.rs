@@ -2,10 +2,11 @@
 //! [module docs](super::super), "Enumeration"). A Coulomb solution puts each contact in one of
 //! three modes, and once the modes are fixed the problem is a small system of equations,
 //! linear but for the slip angles of the sliding contacts. Starting from the modes the best
-//! iterate of the phase suggests, candidate mode sets are solved by a Gauss-Newton iteration
-//! with a pseudo-inverse (a singular `G` leaves whole affine sets of solutions), moved inside
-//! the cones along that set where it has to be, and accepted only when the solver's own
-//! convergence test passes. It runs only where everything before it stalled.
+//! iterate of the phase suggests, candidate mode sets are solved by variable projection
+//! (impulses by least squares through a pseudo-inverse, since a singular `G` leaves whole
+//! affine sets of solutions; slip angles by Gauss-Newton), moved inside the cones along that
+//! set where they have to be, and accepted only when the solver's own convergence test passes.
+//! It runs only where everything before it stalled.
 
 use super::super::cone::norm2;
 use super::ContactSolver;
@@ -20,6 +21,8 @@ const SLIDING: u8 = 2;
 /// guess and the sets that change one or two of its contacts.
 const FULL_K: usize = 5;
 const MAX_CHANGES: usize = 2;
+/// Mode sets tried from one guess at most (129 for eight contacts; it bounds the cost for more).
+const MAX_SETS: usize = 300;
 /// Gauss-Newton iterations on the slip angles per mode set and start.
 const NEWTON_ITERATIONS: usize = 30;
 /// Relative cut-off of the pseudo-inverse and of the null space (singular values below it
@@ -75,7 +78,9 @@ impl ContactSolver {
         }
         self.gbest[..n].copy_from_slice(&self.lam[..n]);
         let changes = if k <= FULL_K { k } else { MAX_CHANGES };
-        let mut idx = [0usize; 8];
+        // Holds up to `max(FULL_K, MAX_CHANGES)` changed contacts.
+        let mut idx = [0usize; FULL_K];
+        let mut sets = 0;
         for d in 0..=changes {
             // Every set of `d` contacts (in lexicographic order), each changed to one of its two
             // other modes.
@@ -91,6 +96,10 @@ impl ContactSolver {
                     }
                     if self.try_modes(settings, info) {
                         return true;
+                    }
+                    sets += 1;
+                    if sets >= MAX_SETS {
+                        return false;
                     }
                 }
                 if !next_combination(&mut idx[..d], k) {
@@ -226,17 +235,17 @@ impl ContactSolver {
 
     /// Variable projection (Golub & Pereyra 1973): the impulses are eliminated by a
     /// least-squares solve at every value of the slip angles, and Gauss-Newton runs on the
-    /// angles alone, with a forward-difference Jacobian. Returns `|F|`.
+    /// angles alone, with a forward-difference Jacobian. Leaves `lambda`, `w` and `F` at the
+    /// last accepted angles.
     fn solve_projected(&mut self, q: usize, info: &mut Info) {
         let k = self.k;
-        let mut angles = [0usize; 8];
         let mut d = 0;
         let mut y = 0;
         for i in 0..k {
             match self.etry[i] {
                 STICKING => y += 3,
                 SLIDING => {
-                    angles[d] = y + 1;
+                    self.eangle[d] = y + 1;
                     d += 1;
                     y += 2;
                 }
@@ -252,8 +261,8 @@ impl ContactSolver {
             info.iterations += 1;
             self.er[..q].copy_from_slice(&self.ef[..q]);
             self.ey1[..q].copy_from_slice(&self.ey[..q]);
-            for (c, &a) in angles[..d].iter().enumerate() {
-                let h = 1e-7;
+            for c in 0..d {
+                let (a, h) = (self.eangle[c], 1e-7);
                 self.ey[..q].copy_from_slice(&self.ey1[..q]);
                 self.ey[a] += h;
                 self.linear_step(q);
@@ -263,23 +272,23 @@ impl ContactSolver {
             }
             svd_jacobi(&mut self.ejt[..q * d], q, d, &mut self.evt[..d * d], &mut self.esigt[..d]);
             let smax = self.esigt[..d].iter().fold(0.0_f64, |m, &s| m.max(s));
-            let mut step = [0.0; 8];
+            self.estep[..d].fill(0.0);
             for j in 0..d {
                 let s = self.esigt[j];
                 if s.is_nan() || s <= RANK_CUTOFF * smax {
                     continue;
                 }
                 let c = (0..q).map(|r| self.ejt[r * d + j] * self.er[r]).sum::<f64>() / (s * s);
-                for (r, st) in step[..d].iter_mut().enumerate() {
-                    *st -= c * self.evt[r * d + j];
+                for r in 0..d {
+                    self.estep[r] -= c * self.evt[r * d + j];
                 }
             }
             let mut alpha = 1.0;
             let mut next = f64::INFINITY;
             while alpha >= 1e-6 {
                 self.ey[..q].copy_from_slice(&self.ey1[..q]);
-                for (c, &a) in angles[..d].iter().enumerate() {
-                    self.ey[a] += alpha * step[c];
+                for c in 0..d {
+                    self.ey[self.eangle[c]] += alpha * self.estep[c];
                 }
                 self.linear_step(q);
                 next = self.linear_step_norm(q);
