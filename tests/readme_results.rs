@@ -602,3 +602,34 @@ fn committed_trajectories_stay_inside_the_joint_ranges() {
         }
     }
 }
+
+/// The README's *Joint ranges* paragraph: the recovered pull-sweep runs that leave a joint's
+/// URDF range (by more than 0.01 rad), and the scene run's excursion, are the committed files'.
+#[test]
+fn the_joint_range_excursions_are_the_committed_runs() {
+    let readme = readme().split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut outside = Vec::new();
+    for name in ["pull_sweep", "pull_sweep_3it", "pull_sweep_rotors"] {
+        let d = json(&root().join(format!("docs/results/mpc/{name}/pull_sweep.json")));
+        for r in d["runs"].as_array().unwrap() {
+            let excess = r["joint_range_excess"].as_f64().unwrap();
+            if r["recovered"].as_bool().unwrap() && excess > 0.01 {
+                outside.push((
+                    name,
+                    r["controller"].as_str().unwrap().to_string(),
+                    r["force_n"].as_f64().unwrap(),
+                    r["direction"].as_str().unwrap().to_string(),
+                    excess,
+                ));
+            }
+        }
+    }
+    assert_eq!(outside.len(), 1, "{outside:?}");
+    let (name, controller, force, direction, excess) = &outside[0];
+    assert_eq!((*name, controller.as_str()), ("pull_sweep_rotors", "MPC exact"));
+    let quoted = format!("exact MPC at {force} N {direction} ({excess:.2} rad)");
+    assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+    let s = json(&root().join("docs/results/mpc/mpc_pull_rotors/summary.json"));
+    let quoted = format!("{:.1} rad beyond its range", f(&s, "joint_range_excess"));
+    assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+}
