@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 const FORCES: [f64; 3] = [60.0, 80.0, 100.0];
-const STARTS: u64 = 5;
+const STARTS: u64 = 10;
 
 #[derive(serde::Serialize)]
 struct Run {
