@@ -271,7 +271,7 @@ fn the_pull_starts_table_is_the_committed_runs() {
         assert!(readme.lines().any(|l| l == row), "README lacks the row of {}:\n{row}", file.display());
     }
     let runs = json(&file.with_file_name("pull_starts.json"))["runs"].as_array().unwrap().len();
-    assert_eq!(runs, 60, "{}: 5 starts x 3 forces x 4 controllers", file.display());
+    assert_eq!(runs, 120, "{}: 10 starts x 3 forces x 4 controllers", file.display());
 }
 
 /// The benchmark rows with a result file (`scripts/reproduce bench`).
@@ -631,5 +631,31 @@ fn the_joint_range_excursions_are_the_committed_runs() {
     assert!(readme.contains(&quoted), "README lacks `{quoted}`");
     let s = json(&root().join("docs/results/mpc/mpc_pull_rotors/summary.json"));
     let quoted = format!("{:.1} rad beyond its range", f(&s, "joint_range_excess"));
+    assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+}
+
+/// The pull-starts counts the README quotes beside its table: recoveries at 80 N and 100 N that
+/// keep every joint within 0.05 rad of its URDF range, per controller.
+#[test]
+fn the_pull_starts_recoveries_inside_the_joint_ranges_are_the_committed_runs() {
+    let readme = readme().split_whitespace().collect::<Vec<_>>().join(" ");
+    let d = json(&root().join("docs/results/mpc/pull_starts_rotors/pull_starts.json"));
+    let starts = d["starts"].as_u64().unwrap();
+    let count = |controller: &str, force: f64| {
+        d["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| {
+                r["controller"] == controller
+                    && r["force_n"].as_f64() == Some(force)
+                    && r["recovered"] == true
+                    && r["joint_range_excess"].as_f64().unwrap() <= 0.05
+            })
+            .count()
+    };
+    let pair = |c: &str| format!("{}/{starts} and {}/{starts}", count(c, 80.0), count(c, 100.0));
+    let quoted =
+        format!("recovers {}, exact {}, Signorini {}", pair("MPC relaxed"), pair("MPC exact"), pair("MPC signorini"));
     assert!(readme.contains(&quoted), "README lacks `{quoted}`");
 }
