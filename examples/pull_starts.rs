@@ -94,15 +94,14 @@ fn main() {
             let at: Vec<&&Run> = mine.iter().filter(|r| r.outcome.force_n == f).collect();
             write!(md, " {}/{} |", at.iter().filter(|r| r.outcome.recovered).count(), at.len()).unwrap();
         }
-        let rec: Vec<&&Run> = mine.iter().filter(|r| r.outcome.recovered).collect();
-        let excess =
-            |runs: &mut dyn Iterator<Item = &Run>| runs.map(|r| r.outcome.joint_range_excess).fold(0.0, f64::max);
-        let all = excess(&mut mine.iter().copied());
+        let rec: Vec<&Run> = mine.iter().copied().filter(|r| r.outcome.recovered).collect();
+        let excess = |runs: &[&Run]| runs.iter().map(|r| r.outcome.joint_range_excess).fold(0.0, f64::max);
+        let all = excess(&mine);
         if rec.is_empty() {
             writeln!(md, " - | - / {all:.2} |").unwrap();
         } else {
             let mean = rec.iter().map(|r| r.outcome.footfalls as f64).sum::<f64>() / rec.len() as f64;
-            let recovered = excess(&mut rec.iter().map(|r| **r));
+            let recovered = excess(&rec);
             writeln!(md, " {mean:.1} | {recovered:.2} / {all:.2} |").unwrap();
         }
     }

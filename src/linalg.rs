@@ -344,6 +344,35 @@ pub fn svd_jacobi(a: &mut [f64], rows: usize, cols: usize, v: &mut [f64], sigma:
     }
 }
 
+/// `out = -A^+ rhs`, the least-norm least-squares step, from the factors [`svd_jacobi`] left
+/// (`a` holding `sigma_j u_j` in its columns, `v`, `sigma`), singular values below `cutoff`
+/// times the largest (or NaN) counting as zero.
+#[allow(clippy::too_many_arguments)] // the factors and their shape, as `svd_jacobi` leaves them
+pub fn svd_step(
+    a: &[f64],
+    rows: usize,
+    cols: usize,
+    v: &[f64],
+    sigma: &[f64],
+    cutoff: f64,
+    rhs: &[f64],
+    out: &mut [f64],
+) {
+    let smax = sigma[..cols].iter().fold(0.0_f64, |m, &s| m.max(s));
+    out[..cols].fill(0.0);
+    for j in 0..cols {
+        let s = sigma[j];
+        if s.is_nan() || s <= cutoff * smax {
+            continue;
+        }
+        // u_j^T rhs / sigma_j, with sigma_j u_j the column of `a`.
+        let c = (0..rows).map(|r| a[r * cols + j] * rhs[r]).sum::<f64>() / (s * s);
+        for r in 0..cols {
+            out[r] -= c * v[r * cols + j];
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

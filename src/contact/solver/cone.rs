@@ -10,8 +10,6 @@ pub(super) fn norm2(a: f64, b: f64) -> f64 {
     (a * a + b * b).sqrt()
 }
 
-/// `det(x) = x0^2 - ||x1||^2` of the second-order cone, as `(x0 - ||x1||)(x0 + ||x1||)`, which
-/// loses less precision near the boundary.
 /// The Euclidean projection of `x = (x_n, x_t)` onto the friction cone
 /// `K_mu = {(l_n, l_t): ||l_t|| <= mu l_n}`: `x` itself inside, `0` inside the polar cone, else
 /// the nearest point of the boundary ray through `x_t`.
@@ -27,6 +25,8 @@ pub(super) fn project_friction_cone(x: [f64; 3], mu: f64) -> [f64; 3] {
     }
 }
 
+/// `det(x) = x0^2 - ||x1||^2` of the second-order cone, as `(x0 - ||x1||)(x0 + ||x1||)`, which
+/// loses less precision near the boundary.
 pub(super) fn soc_det(x: [f64; 3]) -> f64 {
     let nx = norm2(x[1], x[2]);
     (x[0] - nx) * (x[0] + nx)

@@ -11,7 +11,7 @@
 use super::super::cone::norm2;
 use super::ContactSolver;
 use crate::contact::solver::{Info, Settings, Status};
-use crate::linalg::svd_jacobi;
+use crate::linalg::{svd_jacobi, svd_step};
 
 /// Contact modes of a candidate.
 const SEPARATED: u8 = 0;
@@ -61,7 +61,7 @@ impl ContactSolver {
     fn enumerate_from_iterate(&mut self, settings: &Settings, info: &mut Info) -> bool {
         let k = self.k;
         let n = 3 * k;
-        let lmax = self.lam[..n].iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        let lmax = self.lam_inf();
         for i in 0..k {
             let (gam, wn) = (self.lam[3 * i], self.w[3 * i]);
             let (w1, w2) = (self.w[3 * i + 1], self.w[3 * i + 2]);
@@ -178,10 +178,7 @@ impl ContactSolver {
             }
         }
         self.update_w();
-        for i in 0..k {
-            self.s[i] = self.w[3 * i].max(0.0);
-            self.psi[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
-        }
+        self.set_coulomb_duals();
         let (res, _, margin) = self.residual(0.0);
         let accepted = margin > 0.0
             && (0..k).all(|i| self.lam[3 * i] > 0.0)
@@ -195,24 +192,13 @@ impl ContactSolver {
     }
 
     /// One least-squares step of the impulse unknowns alone (the equations are linear in them):
-    /// `dx = -J_x^+ F` at the present angles.
-    fn linear_step(&mut self, q: usize) {
+    /// `dx = -J_x^+ F` at the present angles. Returns `|F|_2` after it.
+    fn linear_step(&mut self, q: usize) -> f64 {
         let k = self.k;
         self.mode_residual();
         let m = self.mode_jacobian(q);
         svd_jacobi(&mut self.ejac[..q * m], q, m, &mut self.ev[..m * m], &mut self.esig[..m]);
-        let smax = self.esig[..m].iter().fold(0.0_f64, |a, &s| a.max(s));
-        self.edy[..m].fill(0.0);
-        for j in 0..m {
-            let s = self.esig[j];
-            if s.is_nan() || s <= RANK_CUTOFF * smax {
-                continue;
-            }
-            let c = (0..q).map(|r| self.ejac[r * m + j] * self.ef[r]).sum::<f64>() / (s * s);
-            for r in 0..m {
-                self.edy[r] -= c * self.ev[r * m + j];
-            }
-        }
+        svd_step(&self.ejac, q, m, &self.ev, &self.esig, RANK_CUTOFF, &self.ef, &mut self.edy);
         // Impulse unknowns sit in y in contact order; angles are skipped.
         let (mut x, mut y) = (0, 0);
         for i in 0..k {
@@ -230,7 +216,7 @@ impl ContactSolver {
                 _ => {}
             }
         }
-        self.mode_residual();
+        self.mode_residual()
     }
 
     /// Variable projection (Golub & Pereyra 1973): the impulses are eliminated by a
@@ -252,8 +238,7 @@ impl ContactSolver {
                 _ => {}
             }
         }
-        self.linear_step(q);
-        let mut f = self.linear_step_norm(q);
+        let mut f = self.linear_step(q);
         for _ in 0..NEWTON_ITERATIONS {
             if d == 0 || f.is_nan() || f <= 1e-15 * (1.0 + self.lam_inf()) {
                 break;
@@ -271,18 +256,7 @@ impl ContactSolver {
                 }
             }
             svd_jacobi(&mut self.ejt[..q * d], q, d, &mut self.evt[..d * d], &mut self.esigt[..d]);
-            let smax = self.esigt[..d].iter().fold(0.0_f64, |m, &s| m.max(s));
-            self.estep[..d].fill(0.0);
-            for j in 0..d {
-                let s = self.esigt[j];
-                if s.is_nan() || s <= RANK_CUTOFF * smax {
-                    continue;
-                }
-                let c = (0..q).map(|r| self.ejt[r * d + j] * self.er[r]).sum::<f64>() / (s * s);
-                for r in 0..d {
-                    self.estep[r] -= c * self.evt[r * d + j];
-                }
-            }
+            svd_step(&self.ejt, q, d, &self.evt, &self.esigt, RANK_CUTOFF, &self.er, &mut self.estep);
             let mut alpha = 1.0;
             let mut next = f64::INFINITY;
             while alpha >= 1e-6 {
@@ -290,8 +264,7 @@ impl ContactSolver {
                 for c in 0..d {
                     self.ey[self.eangle[c]] += alpha * self.estep[c];
                 }
-                self.linear_step(q);
-                next = self.linear_step_norm(q);
+                next = self.linear_step(q);
                 if next < (1.0 - 1e-4 * alpha) * f {
                     break;
                 }
@@ -303,15 +276,6 @@ impl ContactSolver {
                 break;
             }
             f = next;
-        }
-    }
-
-    fn linear_step_norm(&self, q: usize) -> f64 {
-        let f = self.ef[..q].iter().map(|x| x * x).sum::<f64>().sqrt();
-        if f.is_nan() {
-            f64::INFINITY
-        } else {
-            f
         }
     }
 

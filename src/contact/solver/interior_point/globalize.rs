@@ -167,13 +167,19 @@ impl ContactSolver {
         self.coulomb_residual(info);
     }
 
-    /// Sets `s = max(w_n, 0)` and `psi = ||w_t||` (their values at a Coulomb solution) for the
-    /// current `lambda` and `w`, and reports the residual of the hard problem in `info`.
-    pub(super) fn coulomb_residual(&mut self, info: &mut Info) -> f64 {
+    /// Sets `s = max(w_n, 0)` and `psi = ||w_t||`, their values at a Coulomb solution, from the
+    /// current `w`.
+    pub(super) fn set_coulomb_duals(&mut self) {
         for i in 0..self.k {
             self.s[i] = self.w[3 * i].max(0.0);
             self.psi[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
         }
+    }
+
+    /// Sets the duals as [`Self::set_coulomb_duals`] does for the current `lambda` and `w`, and
+    /// reports the residual of the hard problem in `info`.
+    pub(super) fn coulomb_residual(&mut self, info: &mut Info) -> f64 {
+        self.set_coulomb_duals();
         let (res, comp, margin) = self.residual(0.0);
         info.residual = res;
         info.complementarity = comp;
