@@ -557,6 +557,14 @@ fn the_soak_and_random_problem_numbers_are_the_committed_runs() {
         r["iterations_median"], r["iterations_p99"], r["iterations_max"]
     );
     assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+    let quoted = format!(
+        "of the {} solves the globalized phase ran on, the median took {:.2} ms, the slowest that converged {:.0} ms and the slowest that did not {:.0} ms",
+        r["globalized_solves"],
+        f(&r, "globalized_ms_median"),
+        f(&r, "globalized_ms_max_converged"),
+        f(&r, "globalized_ms_max_stalled")
+    );
+    assert!(readme.contains(&quoted), "README lacks `{quoted}`");
 }
 
 /// The README (*Robots*) says the simulator does not enforce joint position limits but that every

@@ -21,9 +21,9 @@ pub struct Settings {
     /// (seed 17) a budget of 1200 left 267 stalled, 2000 left 179, 3000 left 150. The budget
     /// bounds the restarts and the fixed point; the mode enumeration that follows them has its
     /// own fixed limits (at most 10^6 projected Gauss-Seidel sweeps, and up to 243 mode sets
-    /// from each of two guesses) and is off with the phase. Its cost, measured on the 530
-    /// problems of seed 16 that stall before it: median 9 ms a problem, at most 0.76 s among
-    /// those it solves, 1.6 s for the slowest it does not (eight contacts).
+    /// from each of two guesses) and is off with the phase. A stalled solve can therefore take
+    /// up to about 1.5 s with eight contacts (`docs/results/solver/random_problems.json` records
+    /// the phase's wall times).
     pub global_iterations: usize,
     /// Smallest central-path parameter the predictor-corrector targets, normalized units.
     /// Default `1e-10`, range `(0, tolerance]`.
