@@ -535,6 +535,80 @@ fn single_contacts_that_need_the_mode_enumeration_converge() {
     }
 }
 
+/// Two contacts, both sliding, from `tests/contact_solver_random.rs` (seed 17, problem 8 673:
+/// SPD, `cond(G) = 2e6`, `mu = 1.67` and `1.36`), whose normalized impulses reach 1e3. The
+/// enumeration's variable projection stops 1e-11 rad off the slip direction, and putting the
+/// answer inside the cones by scaling the impulses moved `w` by `G` times that nudge; the cone
+/// products weigh both by `|lambda~|`, which left the residual at 6e-8, outside the tolerance,
+/// next to a solution. A Newton polish on every unknown, and solving the mode equations again
+/// on rays a hair inside the cones, converge.
+#[test]
+fn two_sliding_contacts_with_large_impulses_converge() {
+    let g = [
+        0.052919139396760885,
+        0.05276547840651536,
+        -0.035098514819675075,
+        0.04803033999813037,
+        -0.060494801747899264,
+        -0.03665501251109222,
+        0.05276547840651536,
+        0.09467758881994613,
+        -0.009906365471867344,
+        -0.03054597057026676,
+        -0.1233955603131963,
+        -0.03160747749141445,
+        -0.035098514819675075,
+        -0.009906365471867344,
+        0.038301595136842836,
+        -0.07875088561033829,
+        0.0024775449431638143,
+        0.027362601789968473,
+        0.04803033999813037,
+        -0.03054597057026676,
+        -0.07875088561033829,
+        0.19006396175207685,
+        0.06275331609962376,
+        -0.042684052599925054,
+        -0.060494801747899264,
+        -0.1233955603131963,
+        0.0024775449431638143,
+        0.06275331609962376,
+        0.16374857735013865,
+        0.03445204894829918,
+        -0.03665501251109222,
+        -0.03160747749141445,
+        0.027362601789968473,
+        -0.042684052599925054,
+        0.03445204894829918,
+        0.026166200115757585,
+    ];
+    let b = [
+        -0.32042253479177174,
+        0.5447017728209972,
+        -1.4282876199207275,
+        -0.45277897977299064,
+        0.016566958386449025,
+        -0.014460780167337709,
+    ];
+    let mu = [1.6709461723372196, 1.3634474260537819];
+    let g = DMatrix::from_row_slice(6, 6, &g);
+    let out = solve(&g, &b, &mu);
+    assert_eq!(out.info.status, Status::Converged, "{:?}", out.info);
+    assert!(out.info.min_iterate_cone_margin > 0.0, "{:?}", out.info);
+    let (l, w) = (&out.lambda, &out.w);
+    let (v, scale) = (out.info.velocity_scale, out.info.impulse_scale);
+    let big = scale.max(l.iter().fold(0.0_f64, |m, x| m.max(x.abs())));
+    assert!(big > 1e3 * scale, "the impulses this problem needs: {l:?}");
+    for i in 0..2 {
+        let (l, w) = (&l[3 * i..3 * i + 3], &w[3 * i..3 * i + 3]);
+        let (lt, wt) = (l[1].hypot(l[2]), w[1].hypot(w[2]));
+        assert!(l[0] > 0.0 && mu[i] * l[0] - lt > 0.0, "{l:?}");
+        assert!(wt > 1e-3 * v, "contact {i} slides: {w:?}");
+        assert!(w[0] >= -1e-6 * v && l[0] * w[0] <= 1e-6 * v * big, "{l:?} {w:?}");
+        assert!(mu[i] * l[0] * wt + l[1] * w[1] + l[2] * w[2] <= 1e-6 * v * big, "{l:?} {w:?}");
+    }
+}
+
 #[test]
 fn central_path_solve_hits_kappa() {
     let mut r = rng(6);

@@ -67,6 +67,11 @@ use nalgebra::{DMatrix, DVector};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
+/// The seed of the problem set: 16 (the reported one) unless `CONTACTLAB_RANDOM_SEED` says.
+fn seed() -> u64 {
+    std::env::var("CONTACTLAB_RANDOM_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(16)
+}
+
 fn problems() -> usize {
     std::env::var("CONTACTLAB_RANDOM_PROBLEMS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000)
 }
@@ -152,12 +157,15 @@ struct Report {
     phase_ms: Vec<(f64, bool)>,
 }
 
-/// Solves the first `n` problems of seed 16, asserting what must hold for every one: every
+/// Solves the first `n` problems of `seed`, asserting what must hold for every one: every
 /// iterate inside the cones, and Coulomb's law at every converged answer.
-fn run(n: usize) -> Report {
+fn run(n: usize, seed: u64) -> Report {
     let settings = Settings::default();
     let mut solver = ContactSolver::new(8);
-    let mut r = ChaCha8Rng::seed_from_u64(16);
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    let mut dump = std::env::var("CONTACTLAB_RANDOM_DUMP").ok().map(|path| {
+        std::fs::OpenOptions::new().create(true).append(true).open(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    });
     let mut iterations = Vec::with_capacity(n);
     let mut failures = Vec::new();
     let mut phase_ms = Vec::new();
@@ -175,6 +183,14 @@ fn run(n: usize) -> Report {
         }
         assert!(info.min_iterate_cone_margin > 0.0, "trial {trial}: an iterate left the cone: {info:?}");
         if info.status != Status::Converged {
+            if let Some(file) = dump.as_mut() {
+                use std::io::Write;
+                let line = serde_json::json!({
+                    "seed": seed, "trial": trial, "k": mu.len(), "g": g.transpose().as_slice(), "b": b,
+                    "mu": mu, "lambda": lambda, "w": w, "residual": info.residual,
+                });
+                writeln!(file, "{line}").unwrap();
+            }
             failures.push((trial, info.status, info.residual));
             continue;
         }
@@ -213,7 +229,7 @@ fn run(n: usize) -> Report {
 /// stalls (module docs). More stalls fail; fewer ask for the bound to be lowered with the docs.
 #[test]
 fn first_20000_problems_stall_at_most_as_measured() {
-    let report = run(20_000);
+    let report = run(20_000, 16);
     assert!(
         report.failures.len() <= 11,
         "{} of 20 000 problems did not converge (11 measured), e.g. {:?}",
@@ -225,8 +241,8 @@ fn first_20000_problems_stall_at_most_as_measured() {
 #[test]
 #[ignore = "fails today (44 of 100 000 stall): a measurement of the open globalization work (1 min in release)"]
 fn random_problems_all_converge_inside_the_cones() {
-    let n = problems();
-    let Report { iterations, failures, checksum, phase_ms } = run(n);
+    let (n, seed) = (problems(), seed());
+    let Report { iterations, failures, checksum, phase_ms } = run(n, seed);
     let pct = |p: f64| iterations[((p * (iterations.len() - 1) as f64).round()) as usize];
     let rank_deficient = failures.iter().filter(|f| f.0 % 3 == 2).count();
     eprintln!("checksum of the Coulomb iteration's answers: {checksum:016x}");
@@ -245,7 +261,7 @@ fn random_problems_all_converge_inside_the_cones() {
         let json = serde_json::json!({
             "machine": contactlab::io::machine_stamp(),
             "problems": n,
-            "seed": 16,
+            "seed": seed,
             "converged": iterations.len(),
             "stalled_spd": failures.len() - rank_deficient,
             "stalled_rank_deficient": rank_deficient,

@@ -139,6 +139,11 @@ pub struct ContactSolver {
     ey1: Vec<f64>,
     eangle: Vec<usize>,
     estep: Vec<f64>,
+    /// The final solve of a mode set puts its answer strictly inside the cones: sliding
+    /// impulses on the ray of `mu (1 - eslip)`, separated contacts at the normal impulse
+    /// `esep_i` (k); both zero before.
+    eslip: f64,
+    esep: Vec<f64>,
 }
 
 impl ContactSolver {
@@ -209,6 +214,8 @@ impl ContactSolver {
             ey1: vec![0.0; n],
             eangle: vec![0; m],
             estep: vec![0.0; m],
+            eslip: 0.0,
+            esep: vec![0.0; m],
         }
     }
 
