@@ -9,6 +9,7 @@ use super::{Info, Settings, Status};
 use crate::linalg::{lu_factor, lu_solve, mat_vec, PivotRule};
 use nalgebra::DMatrixView;
 
+mod continuation;
 mod enumerate;
 mod globalize;
 mod nsgs;
@@ -144,6 +145,11 @@ pub struct ContactSolver {
     /// `esep_i` (k); both zero before.
     eslip: f64,
     esep: Vec<f64>,
+    /// Continuation: the diagonal of `G~`, the iterate it started from and the last stage's
+    /// answer (3k each).
+    cdiag: Vec<f64>,
+    csave: Vec<f64>,
+    cprev: Vec<f64>,
 }
 
 impl ContactSolver {
@@ -216,6 +222,9 @@ impl ContactSolver {
             estep: vec![0.0; m],
             eslip: 0.0,
             esep: vec![0.0; m],
+            cdiag: vec![0.0; n],
+            csave: vec![0.0; n],
+            cprev: vec![0.0; n],
         }
     }
 

@@ -4,9 +4,12 @@
 //! linear but for the slip angles of the sliding contacts. Starting from the modes the best
 //! iterate of the phase suggests, candidate mode sets are solved by variable projection
 //! (impulses by least squares through a pseudo-inverse, since a singular `G` leaves whole
-//! affine sets of solutions; slip angles by Gauss-Newton), moved inside the cones along that
-//! set where they have to be, and accepted only when the solver's own convergence test passes.
-//! It runs only where everything before it stalled.
+//! affine sets of solutions; slip angles by Gauss-Newton), polished by Newton on every unknown,
+//! moved inside the cones along that set where they have to be, solved once more on rays a hair
+//! inside the cones, and accepted only when the solver's own convergence test passes. The
+//! guesses come from the phase's best iterate, projected Gauss-Seidel, Cadoux's fixed point run
+//! to its limit (plain and damped) and a Tikhonov continuation, in that order. It runs only
+//! where everything before it stalled.
 
 use super::super::cone::norm2;
 use super::ContactSolver;
@@ -32,12 +35,18 @@ const RANK_CUTOFF: f64 = 1e-13;
 const POLISH_ITERATIONS: usize = 20;
 /// Sweeps of projected Gauss-Seidel before the second enumeration.
 const NSGS_SWEEPS: usize = 1_000_000;
+/// Convex solves of the plain fixed point, and the iterations they share.
+const PLAIN_OUTER: usize = 200;
+const PLAIN_BUDGET: usize = 20_000;
+/// Their damping of the shifts: `sig <- (1 - d) |w_t| + d sig`.
+const PLAIN_DAMPING: [f64; 4] = [0.0, 0.5, 0.8, 0.95];
 /// Projections of the interior search in the null space.
 const INTERIOR_ITERATIONS: usize = 500;
 
 impl ContactSolver {
     /// Tries mode sets from the current iterate (the phase's best, `w` up to date), then from
-    /// where projected Gauss-Seidel takes it. On success the iterate is the accepted answer and
+    /// where projected Gauss-Seidel takes it, then from the plain fixed points' last iterates,
+    /// then along the Tikhonov continuation. On success the iterate is the accepted answer and
     /// `info` says `Converged`; otherwise the iterate is restored and `info` is untouched but for
     /// the iterations.
     pub(super) fn enumerate_modes(&mut self, settings: &Settings, info: &mut Info) -> bool {
@@ -54,13 +63,23 @@ impl ContactSolver {
         {
             return true;
         }
+        // Cadoux's fixed point run to its own limit, which the phase's hand-offs cut short,
+        // plain and damped (where the plain one cycles).
+        for damping in PLAIN_DAMPING {
+            self.plain_fixed_point(settings, damping, PLAIN_OUTER, PLAIN_BUDGET, info);
+            if self.lam[..n].iter().chain(&self.w[..n]).all(|x| x.is_finite())
+                && self.enumerate_from_iterate(settings, info)
+            {
+                return true;
+            }
+        }
         self.lam[..n].copy_from_slice(&self.glam[..n]);
         self.update_w();
-        false
+        self.continue_in_regularization(settings, info)
     }
 
     /// The enumeration from the guess the current iterate gives.
-    fn enumerate_from_iterate(&mut self, settings: &Settings, info: &mut Info) -> bool {
+    pub(super) fn enumerate_from_iterate(&mut self, settings: &Settings, info: &mut Info) -> bool {
         let k = self.k;
         let n = 3 * k;
         let lmax = self.lam_inf();
@@ -321,7 +340,7 @@ impl ContactSolver {
                 }
                 alpha *= 0.5;
             }
-            if !(next < f) {
+            if next.is_nan() || next >= f {
                 self.ey[..q].copy_from_slice(&self.ey1[..q]);
                 self.mode_residual();
                 break;
@@ -411,7 +430,7 @@ impl ContactSolver {
         }
     }
 
-    fn lam_inf(&self) -> f64 {
+    pub(super) fn lam_inf(&self) -> f64 {
         self.lam[..3 * self.k].iter().fold(0.0_f64, |m, x| m.max(x.abs()))
     }
 

@@ -115,6 +115,39 @@ impl ContactSolver {
         self.lam[..n].iter().all(|x| x.is_finite())
     }
 
+    /// Cadoux's fixed point on its own, from no slip (`sig = 0`), without hand-offs to the
+    /// Coulomb iteration: at most `outer` convex solves sharing `budget` iterations, stopped
+    /// when the shifts settle to `1e-13` relative. Leaves its last iterate, `w` up to date, for
+    /// the enumeration to read modes from (module docs, "Enumeration").
+    pub(super) fn plain_fixed_point(
+        &mut self,
+        settings: &Settings,
+        damping: f64,
+        outer: usize,
+        mut budget: usize,
+        info: &mut Info,
+    ) {
+        let k = self.k;
+        self.sig[..k].fill(0.0);
+        for _ in 0..outer {
+            let ok = self.convex_solve(settings, &mut budget, info);
+            self.update_w();
+            if !ok {
+                break;
+            }
+            let (mut change, mut size) = (0.0_f64, 0.0_f64);
+            for i in 0..k {
+                let s = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
+                change = change.max((s - self.sig[i]).abs());
+                size = size.max(s);
+                self.sig[i] = (1.0 - damping) * s + damping * self.sig[i];
+            }
+            if change.is_nan() || change <= 1e-13 * (1.0 + size) {
+                break;
+            }
+        }
+    }
+
     /// Cadoux's fixed point from the current iterate, `best` its residual (kept in `gbest`).
     fn fixed_point(&mut self, settings: &Settings, mut budget: usize, mut best: f64, info: &mut Info) {
         let k = self.k;
