@@ -291,7 +291,8 @@ fn random_problems_all_converge_inside_the_cones() {
             "globalized_solves": phase_ms.len(),
             "globalized_ms_median": phase_ms.get(phase_ms.len() / 2).map(|t| t.0),
             "globalized_ms_max_converged": phase_ms.iter().filter(|t| t.1).map(|t| t.0).fold(0.0, f64::max),
-            "globalized_ms_max_stalled": phase_ms.iter().filter(|t| !t.1).map(|t| t.0).fold(0.0, f64::max),
+            // `null` when none stalled.
+            "globalized_ms_max_stalled": phase_ms.iter().filter(|t| !t.1).map(|t| t.0).reduce(f64::max),
         });
         let path = std::path::Path::new(&out);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -466,8 +466,9 @@ fn simulation_panel(u: &mut egui::Ui, ui: &mut UiState, commands: &mut SimComman
         u.end_row();
         u.label("stall budget").on_hover_text(
             "Iteration budget of the contact solver's globalized phase (restarts, then Cadoux's fixed point; \
-             a mode enumeration with its own limits follows), spent only when the interior-point iteration \
-             stalls; 0 turns the whole phase off",
+             a mode enumeration with its own limits follows, guessed from Gauss-Seidel, the plain fixed point \
+             and a Tikhonov continuation), spent only when the interior-point iteration stalls; 0 turns the \
+             whole phase off",
         );
         changed |= u.add(egui::Slider::new(&mut ui.solver.global_iterations, 0..=10_000).suffix(" it")).changed();
         u.end_row();

@@ -20,10 +20,11 @@ pub struct Settings {
     /// spent only on stalls; on 30 000 random problems of `tests/contact_solver_random.rs`
     /// (seed 17) a budget of 1200 left 267 stalled, 2000 left 179, 3000 left 150. The budget
     /// bounds the restarts and the fixed point; the mode enumeration that follows them has its
-    /// own fixed limits (at most 10^6 projected Gauss-Seidel sweeps, and up to 243 mode sets
-    /// from each of two guesses) and is off with the phase. A stalled solve can therefore take
-    /// up to about 1.5 s with eight contacts (`docs/results/solver/random_problems.json` records
-    /// the phase's wall times).
+    /// own fixed limits (up to 300 mode sets from each guess; the guesses cost at most 10^6
+    /// projected Gauss-Seidel sweeps, four plain fixed points of at most 200 convex solves and
+    /// 20 000 iterations each, and a continuation of at most about 30 stages) and is off with
+    /// the phase. A stalled solve can therefore take seconds with eight contacts
+    /// (`docs/results/solver/random_problems*.json` record the phase's wall times).
     pub global_iterations: usize,
     /// Smallest central-path parameter the predictor-corrector targets, normalized units.
     /// Default `1e-10`, range `(0, tolerance]`.
