@@ -353,17 +353,15 @@ impl ContactSolver {
     /// `ejac`): a slip angle moves `lambda_j` along `gamma_j (0, mu sin th, -mu cos th)` and
     /// turns its own contact's row `w_t x (cos th, sin th)` by `w_t . (cos th, sin th)`.
     fn full_jacobian(&mut self, q: usize) {
-        let k = self.k;
-        let n = 3 * k;
         let mut col = 0;
-        for j in 0..k {
+        for j in 0..self.k {
             let (mode, mu) = (self.etry[j], self.mu[j] * (1.0 - self.eslip));
+            let yj = col;
             let count = match mode {
                 STICKING => 3,
                 SLIDING => 2,
                 _ => 0,
             };
-            let yj = col;
             for u in 0..count {
                 let a: [f64; 3] = match (mode, u) {
                     (STICKING, _) => {
@@ -380,33 +378,43 @@ impl ContactSolver {
                         [0.0, mu * g * th.sin(), -mu * g * th.cos()]
                     }
                 };
-                for r in 0..n {
-                    let row = &self.gt[r * n + 3 * j..r * n + 3 * j + 3];
-                    self.etmp[r] = row[0] * a[0] + row[1] * a[1] + row[2] * a[2];
-                }
-                let mut row = 0;
-                for i in 0..k {
-                    match self.etry[i] {
-                        STICKING => {
-                            for c in 0..3 {
-                                self.ejac[(row + c) * q + col] = self.etmp[3 * i + c];
-                            }
-                            row += 3;
-                        }
-                        SLIDING => {
-                            let (s, c) = self.ey[row + 1].sin_cos();
-                            let mut cross = self.etmp[3 * i + 1] * s - self.etmp[3 * i + 2] * c;
-                            if i == j && u == 1 {
-                                cross += self.w[3 * i + 1] * c + self.w[3 * i + 2] * s;
-                            }
-                            self.ejac[row * q + col] = self.etmp[3 * i];
-                            self.ejac[(row + 1) * q + col] = cross;
-                            row += 2;
-                        }
-                        _ => {}
-                    }
-                }
+                self.residual_column(j, a, col, q, mode == SLIDING && u == 1);
                 col += 1;
+            }
+        }
+    }
+
+    /// Column `col` (row stride `cols`, into `ejac`) of a Jacobian of [`Self::mode_residual`]:
+    /// the change of `F` when contact `j`'s impulse moves along `a` (`dw = G~ e_j a`), plus, for
+    /// `turn`, the explicit derivative of contact `j`'s own sliding row in its slip angle.
+    fn residual_column(&mut self, j: usize, a: [f64; 3], col: usize, cols: usize, turn: bool) {
+        let k = self.k;
+        let n = 3 * k;
+        for r in 0..n {
+            let row = &self.gt[r * n + 3 * j..r * n + 3 * j + 3];
+            self.etmp[r] = row[0] * a[0] + row[1] * a[1] + row[2] * a[2];
+        }
+        // The rows of F, in the order of the unknowns.
+        let mut row = 0;
+        for i in 0..k {
+            match self.etry[i] {
+                STICKING => {
+                    for c in 0..3 {
+                        self.ejac[(row + c) * cols + col] = self.etmp[3 * i + c];
+                    }
+                    row += 3;
+                }
+                SLIDING => {
+                    let (s, c) = self.ey[row + 1].sin_cos();
+                    let mut cross = self.etmp[3 * i + 1] * s - self.etmp[3 * i + 2] * c;
+                    if turn && i == j {
+                        cross += self.w[3 * i + 1] * c + self.w[3 * i + 2] * s;
+                    }
+                    self.ejac[row * cols + col] = self.etmp[3 * i];
+                    self.ejac[(row + 1) * cols + col] = cross;
+                    row += 2;
+                }
+                _ => {}
             }
         }
     }
@@ -494,12 +502,11 @@ impl ContactSolver {
     /// the angles fixed) into `ejac` (`q x m`, row-major); returns `m`.
     fn mode_jacobian(&mut self, q: usize) -> usize {
         let k = self.k;
-        let n = 3 * k;
         let cols = q - (0..k).filter(|&i| self.etry[i] == SLIDING).count();
         let mut col = 0;
         for j in 0..k {
             let (mode, mu) = (self.etry[j], self.mu[j] * (1.0 - self.eslip));
-            // Each unknown of contact j moves lambda_j along `a`; dw = G a.
+            // Each unknown of contact j moves lambda_j along `a`.
             let count = match mode {
                 STICKING => 3,
                 SLIDING => 1,
@@ -514,29 +521,7 @@ impl ContactSolver {
                     let th = self.ey[self.ycol(j) + 1];
                     [1.0, -mu * th.cos(), -mu * th.sin()]
                 };
-                for r in 0..n {
-                    let row = &self.gt[r * n + 3 * j..r * n + 3 * j + 3];
-                    self.etmp[r] = row[0] * a[0] + row[1] * a[1] + row[2] * a[2];
-                }
-                // The rows of F.
-                let mut row = 0;
-                for i in 0..k {
-                    match self.etry[i] {
-                        STICKING => {
-                            for c in 0..3 {
-                                self.ejac[(row + c) * cols + col] = self.etmp[3 * i + c];
-                            }
-                            row += 3;
-                        }
-                        SLIDING => {
-                            let (s, c) = self.ey[self.ycol(i) + 1].sin_cos();
-                            self.ejac[row * cols + col] = self.etmp[3 * i];
-                            self.ejac[(row + 1) * cols + col] = self.etmp[3 * i + 1] * s - self.etmp[3 * i + 2] * c;
-                            row += 2;
-                        }
-                        _ => {}
-                    }
-                }
+                self.residual_column(j, a, col, cols, false);
                 col += 1;
             }
         }
