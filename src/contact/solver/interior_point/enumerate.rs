@@ -659,74 +659,62 @@ mod tests {
     use super::*;
     use nalgebra::DMatrix;
 
-    /// The Jacobian in every unknown (the polish's) against central differences, on a
-    /// three-contact problem with one contact in each mode, inside the cones' offsets too.
-    #[test]
-    fn full_jacobian_matches_finite_differences() {
+    /// The unknowns of the three-contact problems below.
+    const Y: [f64; 5] = [0.3, -0.1, 0.05, 0.7, 0.4];
+
+    /// A solver on a three-contact problem (an SPD `G` drawn from `(a, c, m)`) with its mode set
+    /// one contact of each mode (sticking, sliding, separated) and its unknowns at `Y`.
+    fn three_modes(a: usize, c: usize, m: usize) -> ContactSolver {
         let n = 9;
-        let a = DMatrix::from_fn(n, n, |r, c| ((r * 5 + c * 7) % 13) as f64 / 13.0 - 0.45);
-        let g = &a * a.transpose() + DMatrix::identity(n, n) * 0.1;
+        let r = DMatrix::from_fn(n, n, |i, j| ((i * a + j * c) % m) as f64 / m as f64 - 0.42);
+        let g = &r * r.transpose() + DMatrix::identity(n, n) * 0.1;
         let b = [-0.5, 0.3, -0.2, -0.4, 0.6, 0.1, 0.2, -0.3, 0.4];
         let mu = [0.8, 1.2, 0.5];
         let mut solver = ContactSolver::new(3);
         let (mut l, mut w) = ([0.0; 9], [0.0; 9]);
         solver.solve(&Settings::default(), g.as_view(), &b, &mu, None, &mut l, &mut w);
         solver.etry[..3].copy_from_slice(&[STICKING, SLIDING, SEPARATED]);
-        (solver.eslip, solver.esep[2]) = (1e-3, 0.02);
-        let y = [0.3, -0.1, 0.05, 0.7, 0.4];
-        solver.ey[..5].copy_from_slice(&y);
+        solver.ey[..5].copy_from_slice(&Y);
         solver.mode_residual();
-        solver.full_jacobian(5);
-        let jac = solver.ejac[..25].to_vec();
-        for c in 0..5 {
-            let h = 1e-6;
-            let mut f = [[0.0; 5]; 2];
-            for (s, out) in [h, -h].iter().zip(f.iter_mut()) {
-                solver.ey[..5].copy_from_slice(&y);
-                solver.ey[c] += s;
-                solver.mode_residual();
-                out.copy_from_slice(&solver.ef[..5]);
-            }
-            for r in 0..5 {
-                let fd = (f[0][r] - f[1][r]) / (2.0 * h);
-                assert!((fd - jac[r * 5 + c]).abs() < 1e-7, "({r}, {c}): {} vs {fd}", jac[r * 5 + c]);
-            }
-        }
+        solver
     }
 
-    /// The impulse Jacobian against central differences of the mode residual, on a
-    /// three-contact problem with one contact in each mode.
-    #[test]
-    fn mode_jacobian_matches_finite_differences() {
-        let n = 9;
-        let a = DMatrix::from_fn(n, n, |r, c| ((r * 7 + c * 3) % 11) as f64 / 11.0 - 0.4);
-        let g = &a * a.transpose() + DMatrix::identity(n, n) * 0.1;
-        let b = [-0.5, 0.3, -0.2, -0.4, 0.6, 0.1, 0.2, -0.3, 0.4];
-        let mu = [0.8, 1.2, 0.5];
-        let mut solver = ContactSolver::new(3);
-        let (mut l, mut w) = ([0.0; 9], [0.0; 9]);
-        solver.solve(&Settings::default(), g.as_view(), &b, &mu, None, &mut l, &mut w);
-        solver.etry[..3].copy_from_slice(&[STICKING, SLIDING, SEPARATED]);
-        let y = [0.3, -0.1, 0.05, 0.7, 0.4];
-        solver.ey[..5].copy_from_slice(&y);
-        solver.mode_residual();
-        assert_eq!(solver.mode_jacobian(5), 4);
-        let jac = solver.ejac[..20].to_vec();
-        // Unknown c of the impulses sits at y index `at[c]` (the angle, y[4], is fixed).
-        let at = [0, 1, 2, 3];
+    /// Column `c` of `jac` (`5 x cols`) against central differences of the mode residual in
+    /// unknown `at[c]`.
+    fn assert_matches_differences(solver: &mut ContactSolver, jac: &[f64], cols: usize, at: &[usize]) {
+        let h = 1e-6;
         for (c, &yc) in at.iter().enumerate() {
-            let h = 1e-6;
             let mut f = [[0.0; 5]; 2];
             for (s, out) in [h, -h].iter().zip(f.iter_mut()) {
-                solver.ey[..5].copy_from_slice(&y);
+                solver.ey[..5].copy_from_slice(&Y);
                 solver.ey[yc] += s;
                 solver.mode_residual();
                 out.copy_from_slice(&solver.ef[..5]);
             }
             for r in 0..5 {
                 let fd = (f[0][r] - f[1][r]) / (2.0 * h);
-                assert!((fd - jac[r * 4 + c]).abs() < 1e-7, "({r}, {c}): {} vs {fd}", jac[r * 4 + c]);
+                assert!((fd - jac[r * cols + c]).abs() < 1e-7, "({r}, {c}): {} vs {fd}", jac[r * cols + c]);
             }
         }
+    }
+
+    /// The Jacobian in every unknown (the polish's), inside the cones' offsets too.
+    #[test]
+    fn full_jacobian_matches_finite_differences() {
+        let mut solver = three_modes(5, 7, 13);
+        (solver.eslip, solver.esep[2]) = (1e-3, 0.02);
+        solver.mode_residual();
+        solver.full_jacobian(5);
+        let jac = solver.ejac[..25].to_vec();
+        assert_matches_differences(&mut solver, &jac, 5, &[0, 1, 2, 3, 4]);
+    }
+
+    /// The impulse Jacobian (the angle, `y[4]`, fixed).
+    #[test]
+    fn mode_jacobian_matches_finite_differences() {
+        let mut solver = three_modes(7, 3, 11);
+        assert_eq!(solver.mode_jacobian(5), 4);
+        let jac = solver.ejac[..20].to_vec();
+        assert_matches_differences(&mut solver, &jac, 4, &[0, 1, 2, 3]);
     }
 }
