@@ -145,10 +145,8 @@ pub struct ContactSolver {
     /// `esep_i` (k); both zero before.
     eslip: f64,
     esep: Vec<f64>,
-    /// Continuation: the diagonal of `G~`, the iterate it started from and the last stage's
-    /// answer (3k each).
+    /// Continuation: the diagonal of `G~` and the last stage's answer (3k each).
     cdiag: Vec<f64>,
-    csave: Vec<f64>,
     cprev: Vec<f64>,
 }
 
@@ -223,7 +221,6 @@ impl ContactSolver {
             eslip: 0.0,
             esep: vec![0.0; m],
             cdiag: vec![0.0; n],
-            csave: vec![0.0; n],
             cprev: vec![0.0; n],
         }
     }

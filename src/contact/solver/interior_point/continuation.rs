@@ -22,14 +22,13 @@ const MAX_FACTOR: f64 = 0.9;
 const SWEEPS: usize = 100_000;
 
 impl ContactSolver {
-    /// Runs the continuation from the current iterate (`w` up to date). On success the iterate is
-    /// the accepted answer of the unregularized problem and `info` says `Converged`; otherwise
-    /// the iterate is restored and `info` is untouched but for the iterations. `G~` is restored
-    /// bit for bit either way.
+    /// Runs the continuation from the current iterate, the phase's best (kept in `glam`, `w` up
+    /// to date). On success the iterate is the accepted answer of the unregularized problem and
+    /// `info` says `Converged`; otherwise the iterate is restored from `glam` and `info` is
+    /// untouched but for the iterations. `G~` is restored bit for bit either way.
     pub(super) fn continue_in_regularization(&mut self, settings: &Settings, info: &mut Info) -> bool {
         let n = 3 * self.k;
         let status = info.status;
-        self.csave[..n].copy_from_slice(&self.lam[..n]);
         for i in 0..n {
             self.cdiag[i] = self.gt[i * n + i];
         }
@@ -69,7 +68,7 @@ impl ContactSolver {
         }
         if !solved {
             info.status = status;
-            self.lam[..n].copy_from_slice(&self.csave[..n]);
+            self.lam[..n].copy_from_slice(&self.glam[..n]);
         }
         self.update_w();
         if solved {

@@ -208,9 +208,9 @@ impl ContactSolver {
         } else {
             self.mode_residual();
         }
+        // `lambda` and `w` are the last residual's: they stay as they are.
         self.eslip = 0.0;
         self.esep[..k].fill(0.0);
-        self.update_w();
         self.set_coulomb_duals();
         let (res, _, margin) = self.residual(0.0);
         let accepted = margin > 0.0
