@@ -568,8 +568,8 @@ fn the_soak_and_random_problem_numbers_are_the_committed_runs() {
         None => format!("{phase} (all converged)"),
     };
     assert!(readme.contains(&quoted), "README lacks `{quoted}`");
-    // The other seeds, quoted as "1 on seed 17 and 2 on seed 18".
-    let others: Vec<String> = [17, 18]
+    // The other seeds, quoted as "1 on seed 17, 1 on seed 18, 1 on seed 19 and 1 on seed 20".
+    let others: Vec<String> = [17, 18, 19, 20]
         .iter()
         .map(|seed| {
             let r = json(&root().join(format!("docs/results/solver/random_problems_seed{seed}.json")));
@@ -578,7 +578,7 @@ fn the_soak_and_random_problem_numbers_are_the_committed_runs() {
             format!("{} on seed {seed}", r["problems"].as_u64().unwrap() - r["converged"].as_u64().unwrap())
         })
         .collect();
-    let quoted = others.join(" and ");
+    let quoted = format!("{} and {}", others[..others.len() - 1].join(", "), others[others.len() - 1]);
     assert!(readme.contains(&quoted), "README lacks `{quoted}`");
 }
 

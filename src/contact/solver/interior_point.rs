@@ -13,6 +13,7 @@ mod continuation;
 mod enumerate;
 mod globalize;
 mod nsgs;
+mod slip_roots;
 
 /// A step shorter than this counts towards a stall.
 const STALL_STEP: f64 = 1e-2;
@@ -145,6 +146,8 @@ pub struct ContactSolver {
     /// `esep_i` (k); both zero before.
     eslip: f64,
     esep: Vec<f64>,
+    /// Exact slip angles of a single sliding contact ([`slip_roots`]).
+    eroots: [f64; 4],
     /// Continuation: the diagonal of `G~` and the last stage's answer (3k each).
     cdiag: Vec<f64>,
     cprev: Vec<f64>,
@@ -220,6 +223,7 @@ impl ContactSolver {
             estep: vec![0.0; m],
             eslip: 0.0,
             esep: vec![0.0; m],
+            eroots: [0.0; 4],
             cdiag: vec![0.0; n],
             cprev: vec![0.0; n],
         }

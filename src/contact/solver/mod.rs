@@ -155,6 +155,15 @@
 //! enumerative approach to the discrete problem (Acary & Brogliato 2008 survey it); it costs a
 //! `3k x 3k` SVD per Newton step and runs only after every stage above has stalled.
 //!
+//! Each mode set is solved from the guess's slip angles and from the free slip's direction,
+//! and a set with exactly one sliding contact also from its exact slip angles
+//! (`slip_roots.rs`): with one angle `th`, `F = M(th) x + r(th)` has one equation more than
+//! impulse unknowns, so it is solvable exactly where `det [M(th) | r(th)] = 0`, a trigonometric
+//! polynomial of degree two (only the slider's `gamma` column and its tangent row depend on
+//! `th`, affinely in `(cos th, sin th)`). Its at most four zeros come from the discrete Fourier
+//! transform of eight samples, bracketed on a fine grid and bisected; Gauss-Newton on the angle
+//! can miss them where `|F|` has another local minimum.
+//!
 //! The enumeration reads its guess from four places in turn, stopping at the first that
 //! converges: the phase's best iterate; projected Gauss-Seidel on De Saxce's fixed point
 //! (`nsgs.rs`, up to `10^6` sweeps); Cadoux's fixed point run to its own limit without the

@@ -136,8 +136,15 @@ impl ContactSolver {
     /// and accepts it if the convergence test passes.
     fn try_modes(&mut self, settings: &Settings, info: &mut Info) -> bool {
         let k = self.k;
-        let sliding = self.etry[..k].contains(&SLIDING);
-        for start in 0..if sliding { 2 } else { 1 } {
+        let sliders = self.etry[..k].iter().filter(|&&m| m == SLIDING).count();
+        let mut starts = if sliders > 0 { 2 } else { 1 };
+        if sliders == 1 {
+            // The exact slip angles (`slip_roots`), tried after the enumeration's own two.
+            let q = self.init_unknowns(0);
+            let a = self.ycol(self.etry[..k].iter().position(|&m| m == SLIDING).unwrap_or(0)) + 1;
+            starts += self.slip_angle_roots(q, a);
+        }
+        for start in 0..starts {
             if self.try_start(settings, info, start) {
                 return true;
             }
@@ -145,12 +152,12 @@ impl ContactSolver {
         false
     }
 
-    fn try_start(&mut self, settings: &Settings, info: &mut Info, start: usize) -> bool {
-        let k = self.k;
-        let n = 3 * k;
-        // Unknowns y: lambda_i (3) per sticking contact, (gamma_i, theta_i) per sliding one.
+    /// Sets the unknowns `ey` of the mode set `etry` from the best iterate, the slip angles from
+    /// `start`: 0 the guess's, 1 the free slip's direction, `2 + r` the `r`-th exact angle of a
+    /// single slider (`eroots`). Returns their number `q`.
+    fn init_unknowns(&mut self, start: usize) -> usize {
         let mut q = 0;
-        for i in 0..k {
+        for i in 0..self.k {
             match self.etry[i] {
                 STICKING => {
                     self.ey[q..q + 3].copy_from_slice(&self.gbest[3 * i..3 * i + 3]);
@@ -160,13 +167,22 @@ impl ContactSolver {
                     self.ey[q] = self.gbest[3 * i].max(0.0);
                     self.ey[q + 1] = match start {
                         0 => self.eth0[i],
-                        _ => self.bt[3 * i + 2].atan2(self.bt[3 * i + 1]),
+                        1 => self.bt[3 * i + 2].atan2(self.bt[3 * i + 1]),
+                        r => self.eroots[r - 2],
                     };
                     q += 2;
                 }
                 _ => {}
             }
         }
+        q
+    }
+
+    fn try_start(&mut self, settings: &Settings, info: &mut Info, start: usize) -> bool {
+        let k = self.k;
+        let n = 3 * k;
+        // Unknowns y: lambda_i (3) per sticking contact, (gamma_i, theta_i) per sliding one.
+        let q = self.init_unknowns(start);
         if q > 0 {
             self.solve_projected(q, info);
             self.polish(q, info);
@@ -445,7 +461,7 @@ impl ContactSolver {
     /// Sets `lambda` and `w` from the unknowns `ey` of the mode set `etry` and the residual
     /// `ef`: `w_i` (sticking), `w_n` and `w_t1 sin th - w_t2 cos th` (sliding: `w_t` along the
     /// slip direction `(cos th, sin th)`, the friction `-mu gamma` times it). Returns `|F|_2`.
-    fn mode_residual(&mut self) -> f64 {
+    pub(super) fn mode_residual(&mut self) -> f64 {
         let k = self.k;
         let mut q = 0;
         for i in 0..k {
@@ -500,7 +516,7 @@ impl ContactSolver {
 
     /// The Jacobian of [`Self::mode_residual`] in the impulse unknowns (`lambda_S`, `gamma_D`;
     /// the angles fixed) into `ejac` (`q x m`, row-major); returns `m`.
-    fn mode_jacobian(&mut self, q: usize) -> usize {
+    pub(super) fn mode_jacobian(&mut self, q: usize) -> usize {
         let k = self.k;
         let cols = q - (0..k).filter(|&i| self.etry[i] == SLIDING).count();
         let mut col = 0;
