@@ -1,7 +1,9 @@
 //! One MPC replan cycle on scenes/mpc_pull.ron (30 knots of 10 ms, relaxed sensitivity, from
 //! the settled stance, warm-started by the previous cycle as in closed loop): 1 and 3 DDP
-//! iterations per cycle, against the 10 ms control period they must fit in. Baseline in the
-//! same run: one control period of the simulator under the scene's joint PD (5 steps of 2 ms).
+//! iterations per cycle, against the 10 ms control period they must fit in; and on
+//! scenes/mpc_step.ron (rotor inertia, 3 iterations) without and with step sampling (the eight
+//! trots generated and compared at every cycle, as `MpcDriver` does). Baseline in the same run:
+//! one control period of the simulator under the scene's joint PD (5 steps of 2 ms).
 //!
 //! Run: `cargo bench --no-default-features --bench mpc`.
 
@@ -23,6 +25,25 @@ fn bench(c: &mut Criterion) {
             b.iter(|| std::hint::black_box(mpc.replan(&x, None).cost))
         });
     }
+    // The same cycle with step sampling (scenes/mpc_step.ron: rotor inertia, 3 iterations,
+    // eight sampled trots rolled out and compared with the shifted plan at every replan).
+    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_step.ron")).unwrap();
+    let step = s.mpc_settings().unwrap();
+    let sampling = step.step_sampling.expect("scenes/mpc_step.ron samples steps");
+    let rotors = s.settled(step.settle).unwrap();
+    let problem = horizon_problem(&rotors, &hold_torque(&rotors), &step, step.sensitivity());
+    let mut mpc = Mpc::new(&problem, step.iterations, 10);
+    let x = problem.x0.clone();
+    c.bench_function("mpc_replan_3_iterations_30_knots_rotors", |b| {
+        b.iter(|| std::hint::black_box(mpc.replan(&x, None).cost))
+    });
+    let mut mpc = Mpc::new(&problem, step.iterations, 10);
+    c.bench_function("mpc_replan_3_iterations_30_knots_rotors_step_sampling", |b| {
+        b.iter(|| {
+            let trots = sampling.trots(&rotors, 0.0, problem.knots, step.knot_dt);
+            std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
+        })
+    });
     let mut pd = sim.clone();
     c.bench_function("baseline_simulator_10ms_joint_pd_5_steps", |b| {
         b.iter(|| {

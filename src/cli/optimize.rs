@@ -189,10 +189,14 @@ pub fn run_mpc(scene: &Scene, settings: &MpcSettings, dir: Option<&Path>) -> Res
     })?;
     if let Some(dir) = dir {
         std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-        let mut cy = String::from("t,status,iterations,cost,solve_ms,base_error_m\n");
+        let mut cy = String::from("t,status,iterations,cost,solve_ms,base_error_m,kept_previous,sampled_start\n");
         for c in &r.cycles {
-            let _ =
-                writeln!(cy, "{},{:?},{},{},{},{}", c.t, c.status, c.iterations, c.cost, c.solve_ms, c.base_error_m);
+            let sampled = c.sampled_start.map(|i| i.to_string()).unwrap_or_default();
+            let _ = writeln!(
+                cy,
+                "{},{:?},{},{},{},{},{},{sampled}",
+                c.t, c.status, c.iterations, c.cost, c.solve_ms, c.base_error_m, c.kept_previous
+            );
         }
         write_atomic(&dir.join("cycles.csv"), cy.as_bytes())?;
         let (qn, vn, _) = contactlab::sim::record::state_names(&scene.model);

@@ -208,7 +208,11 @@ pub enum InitialGuess {
 /// every thigh reference also sweeps by `stride cos(phase)` (phase 0 at lift-off): the hip
 /// swings the foot forward while it is in the air and back while it is on the ground, so the
 /// prior walks forward instead of trotting in place (thighs pitch about the lateral axis: a
-/// smaller thigh angle puts the foot further ahead).
+/// smaller thigh angle puts the foot further ahead). With `side != 0` every hip abduction
+/// reference sweeps by `side cos(phase)` in the same way, so the prior steps sideways (a
+/// positive abduction turns a foot toward `+y`: with `side < 0` a swinging foot lands toward
+/// `+y` and the stance pushes the body that way). `phase` shifts every leg's phase (`pi` lifts
+/// FR and RL first).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrotGuess {
@@ -218,11 +222,15 @@ pub struct TrotGuess {
     pub lift: f64,
     /// Fore-aft thigh sweep (rad) \[0: in place\].
     pub stride: f64,
+    /// Sideways hip abduction sweep (rad) \[0: in place\].
+    pub side: f64,
+    /// Phase of the FL-RR pair at the start (rad) \[0: FL and RR lift first\].
+    pub phase: f64,
 }
 
 impl Default for TrotGuess {
     fn default() -> Self {
-        Self { frequency: 2.0, lift: 0.4, stride: 0.0 }
+        Self { frequency: 2.0, lift: 0.4, stride: 0.0, side: 0.0, phase: 0.0 }
     }
 }
 
@@ -286,7 +294,9 @@ impl CitoSettings {
         c.check((0.0..=1.0).contains(&self.ramp), "ramp", || format!("{} is outside [0, 1]", self.ramp));
         c.positive("trot.frequency", self.trot.frequency)
             .non_negative("trot.lift", self.trot.lift)
-            .non_negative("trot.stride", self.trot.stride);
+            .non_negative("trot.stride", self.trot.stride)
+            .finite("trot.side", self.trot.side)
+            .finite("trot.phase", self.trot.phase);
         check_horizon(&mut c, self.horizon, self.knot_dt);
         c.finish()?;
         self.weights.validate().map_err(|e| e.within("CitoSettings", "weights"))
@@ -430,19 +440,21 @@ pub fn trot_guess(sim: &Simulation, knots: usize, knot_dt: f64, trot: TrotGuess)
         return Err("the scene's controller is not a joint PD".into());
     };
     let m = &*sim.model;
-    // Per actuator: (phase offset of its leg, thigh or calf lift gain, thigh sweep gain); zero
-    // gains for a hip.
+    // Per actuator: (phase offset of its leg, thigh or calf lift gain, sweep amplitude: the
+    // stride for a thigh, the side for a hip abduction).
     let mut role = Vec::with_capacity(m.nu);
     for j in m.actuated_joints() {
         let phase = match j.name.split('_').next() {
-            Some("FL" | "RR") => 0.0,
-            Some("FR" | "RL") => std::f64::consts::PI,
+            Some("FL" | "RR") => trot.phase,
+            Some("FR" | "RL") => trot.phase + std::f64::consts::PI,
             _ => return Err(format!("joint `{}` is not on a leg named FL, FR, RL or RR", j.name)),
         };
         let (gain, sweep) = if j.name.ends_with("_thigh_joint") {
-            (1.0, 1.0)
+            (1.0, trot.stride)
         } else if j.name.ends_with("_calf_joint") {
             (-2.0, 0.0)
+        } else if j.name.ends_with("_hip_joint") {
+            (0.0, trot.side)
         } else {
             (0.0, 0.0)
         };
@@ -453,7 +465,7 @@ pub fn trot_guess(sim: &Simulation, knots: usize, knot_dt: f64, trot: TrotGuess)
         let t = k as f64 * knot_dt;
         let reference = posture.iter().zip(&role).map(|(p, &(phase, gain, sweep))| {
             let psi = omega * t + phase;
-            p + gain * trot.lift * psi.sin().max(0.0) + sweep * trot.stride * psi.cos()
+            p + gain * trot.lift * psi.sin().max(0.0) + sweep * psi.cos()
         });
         s.controller = Controller::JointPd { kp: *kp, kd: *kd, posture: reference.collect() };
     }))

@@ -248,6 +248,26 @@ impl Ddp {
         self.gains.clone_from_slice(gains);
     }
 
+    /// The cost of the controls `us` rolled out from `x0` (clamped to the bounds), which become
+    /// the current trajectory (the gains are left as they were); infinite if the rollout
+    /// fails. For comparing warm starts before a [`Ddp::solve`].
+    pub fn rollout_cost(&mut self, us: &[DVector<f64>]) -> f64 {
+        if us.len() != self.us.len() || us.iter().zip(&self.us).any(|(a, b)| a.len() != b.len()) {
+            return f64::INFINITY;
+        }
+        for ((d, s), m) in self.us.iter_mut().zip(us).zip(&self.problem.running) {
+            d.copy_from(s);
+            clamp(m.as_ref(), d);
+        }
+        let ok = rollout(&self.problem, &self.us, &mut self.xs, &mut self.data, &mut self.terminal_data);
+        let cost = self.cost();
+        if ok && cost.is_finite() {
+            cost
+        } else {
+            f64::INFINITY
+        }
+    }
+
     /// Solves from the initial guess `us` (or the current controls if `None`; states are
     /// rolled out from `x0`). `cancel` is polled between passes.
     pub fn solve(&mut self, us: Option<&[DVector<f64>]>, cancel: Option<&AtomicBool>) -> Info {

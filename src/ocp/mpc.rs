@@ -20,13 +20,26 @@
 //! (`CycleInfo::kept_previous`, `MpcSummary::failed_replans`). A simulator step that fails ends
 //! a closed-loop run as not recovered (`MpcSummary::failed_steps`) instead of discarding it.
 //!
+//! **Step sampling** (`MpcSettings::step_sampling`, off by default). A DDP of a few iterations
+//! from a standing warm start does not find a step: lifting a foot raises the cost before the
+//! step pays off, so the plan leans and slides instead. With sampling on, each replan also rolls
+//! out eight trots of the scene's joint PD (the controller MPC replaced) from the measured state,
+//! each leg's posture reference lifting it in turn as [`super::cito::trot_guess`] does for
+//! CITO: either diagonal pair first, with a sideways hip sweep `+-side` or a fore-aft thigh
+//! sweep `+-stride`, on a gait clock that runs from engagement (so a trot chosen at one replan
+//! continues at the next). Each torque sequence is rolled out open loop through the horizon's knots,
+//! and DDP starts from the cheapest of them and the shifted plan (a one-step predictive
+//! sampling: Howell et al., *Predictive Sampling: Real-time Behaviour Synthesis with MuJoCo*,
+//! 2022, sample around the nominal plan with noise; here the samples are gait primitives). The
+//! cost is eight PD rollouts and eight cost rollouts per replan.
+//!
 //! *Recovered* means: the base position is within `recovery_tolerance` of its target at every
 //! simulator step from at most `recovery_time` after the last pull ends to the end of the run
 //! (which must last that long).
 
 use super::cito::{
-    check_horizon, default_knot_dt, default_ocp_horizon, default_settle, hold_torque, pose_cost, CitoProblem,
-    CitoWeights,
+    check_horizon, default_knot_dt, default_ocp_horizon, default_settle, hold_torque, pose_cost, trot_guess,
+    CitoProblem, CitoWeights, TrotGuess,
 };
 use super::ddp::{shift, Ddp, Settings, Status};
 use crate::diff::{Sensitivity, SensitivityKind};
@@ -86,6 +99,57 @@ pub struct MpcSettings {
     /// ... from at most this long after the last pull ends until the end of the run (s) \[2\].
     #[serde(default = "default_recovery_time", deserialize_with = "crate::validate::positive")]
     pub recovery_time: f64,
+    /// Stepping warm starts sampled at every replan \[none\] (module docs, "Step sampling").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_sampling: Option<StepSampling>,
+}
+
+/// Predictive sampling of stepping warm starts (module docs): at every replan the scene's joint
+/// PD trots from the measured state in each of `2 x 4` ways (either diagonal pair first; a
+/// sideways hip sweep of `+-side` or a fore-aft thigh sweep of `+-stride`, as
+/// [`super::cito::TrotGuess`]), and DDP starts from the cheapest of those torque sequences and
+/// the shifted plan.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StepSampling {
+    /// Steps per second of each leg (Hz) \[3\].
+    pub frequency: f64,
+    /// Thigh lift (rad) \[0.4\].
+    pub lift: f64,
+    /// Hip abduction sweep (rad) \[0.3\].
+    pub side: f64,
+    /// Thigh fore-aft sweep (rad) \[0.3\].
+    pub stride: f64,
+}
+
+impl Default for StepSampling {
+    fn default() -> Self {
+        Self { frequency: 3.0, lift: 0.4, side: 0.3, stride: 0.3 }
+    }
+}
+
+impl StepSampling {
+    /// The trots sampled at time `t` (s since MPC took over), in order: their gait clock runs
+    /// from engagement, so a trot chosen at one replan continues at the next instead of lifting
+    /// its first pair again.
+    pub fn candidates(&self, t: f64) -> Vec<TrotGuess> {
+        let mut out = Vec::with_capacity(8);
+        let clock = std::f64::consts::TAU * self.frequency * t;
+        for phase in [clock, clock + std::f64::consts::PI] {
+            for (side, stride) in [(self.side, 0.0), (-self.side, 0.0), (0.0, self.stride), (0.0, -self.stride)] {
+                out.push(TrotGuess { frequency: self.frequency, lift: self.lift, stride, side, phase });
+            }
+        }
+        out
+    }
+
+    /// The torque sequences of [`StepSampling::candidates`] at time `t`: `sim`'s controller (a
+    /// joint PD) trotting from its present state over `knots` knots of `knot_dt`, pulls removed;
+    /// none if the controller is not a joint PD or the legs are not named as
+    /// [`super::cito::trot_guess`] needs.
+    pub fn trots(&self, sim: &Simulation, t: f64, knots: usize, knot_dt: f64) -> Vec<Vec<DVector<f64>>> {
+        self.candidates(t).into_iter().filter_map(|c| trot_guess(sim, knots, knot_dt, c).ok()).collect()
+    }
 }
 
 /// The defaults (those of an empty `mpc: ()` in a scene file).
@@ -103,6 +167,7 @@ impl Default for MpcSettings {
             delta: crate::diff::DEFAULT_DELTA,
             recovery_tolerance: default_recovery_tolerance(),
             recovery_time: default_recovery_time(),
+            step_sampling: None,
         }
     }
 }
@@ -118,6 +183,12 @@ impl MpcSettings {
             .positive("recovery_tolerance", self.recovery_tolerance)
             .positive("recovery_time", self.recovery_time);
         check_horizon(&mut c, self.horizon, self.knot_dt);
+        if let Some(t) = &self.step_sampling {
+            c.positive("step_sampling.frequency", t.frequency)
+                .non_negative("step_sampling.lift", t.lift)
+                .finite("step_sampling.side", t.side)
+                .finite("step_sampling.stride", t.stride);
+        }
         c.finish()?;
         self.weights.validate().map_err(|e| e.within("MpcSettings", "weights"))
     }
@@ -190,6 +261,10 @@ pub struct CycleInfo {
     /// The replan failed and MPC follows its previous plan, shifted (module docs).
     #[serde(default)]
     pub kept_previous: bool,
+    /// The sampled trot the replan started from (index into [`StepSampling::candidates`]), if
+    /// one beat the shifted plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_start: Option<usize>,
 }
 
 /// The receding-horizon controller: the shooting problem and its warm start.
@@ -227,10 +302,39 @@ impl Mpc {
     /// hold-the-stance guess; if that fails too, the previous plan, shifted one knot, is put
     /// back (status still `NonFinite`: the caller counts it and follows the kept plan).
     pub fn replan(&mut self, x: &DVector<f64>, cancel: Option<&AtomicBool>) -> super::Info {
+        self.replan_sampled(x, &[], cancel).0
+    }
+
+    /// [`Mpc::replan`] that first compares the shifted plan with the torque sequences
+    /// `candidates` by their rolled-out cost from `x` and starts DDP from the cheapest; returns
+    /// the index of the candidate it started from, if one beat the shifted plan.
+    pub fn replan_sampled(
+        &mut self,
+        x: &DVector<f64>,
+        candidates: &[Vec<DVector<f64>>],
+        cancel: Option<&AtomicBool>,
+    ) -> (super::Info, Option<usize>) {
         let kept = (self.ddp.xs.clone(), self.ddp.us.clone(), self.ddp.gains().to_vec());
-        let info = self.replan_shifted(x, cancel);
+        let (info, chosen) = if candidates.is_empty() {
+            (self.replan_shifted(x, cancel), None)
+        } else {
+            shift(&mut self.ddp.us);
+            self.ddp.shift_gains();
+            self.ddp.problem.x0.copy_from(x);
+            self.ddp.settings.max_iterations = self.iterations;
+            let shifted = self.ddp.us.clone();
+            let mut best = (self.ddp.rollout_cost(&shifted), None);
+            for (i, c) in candidates.iter().enumerate() {
+                let cost = self.ddp.rollout_cost(c);
+                if cost < best.0 {
+                    best = (cost, Some(i));
+                }
+            }
+            let start = best.1.map_or(&shifted, |i| &candidates[i]);
+            (self.ddp.solve(Some(start), cancel), best.1)
+        };
         if info.status != Status::NonFinite {
-            return info;
+            return (info, chosen);
         }
         let guess = vec![self.u_hold.clone(); self.ddp.us.len()];
         let info = self.ddp.solve(Some(&guess), cancel);
@@ -241,7 +345,7 @@ impl Mpc {
             shift(&mut gains);
             self.ddp.restore(&xs, &us, &gains);
         }
-        info
+        (info, chosen)
     }
 
     fn replan_shifted(&mut self, x: &DVector<f64>, cancel: Option<&AtomicBool>) -> super::Info {
@@ -406,7 +510,19 @@ impl MpcDriver {
                 mpc.set_target(p, r);
             }
             let started = Instant::now();
-            let info = mpc.replan(&self.x, cancel);
+            let candidates = match (&self.spec.step_sampling, &self.replaced) {
+                (Some(sampling), Some((pd, offset))) => {
+                    // The trots are the replaced controller's, rolled out from the present state.
+                    let own = std::mem::replace(&mut sim.controller, pd.clone());
+                    let own_offset = std::mem::replace(&mut sim.u_offset, offset.clone());
+                    let candidates = sampling.trots(sim, sim.t - self.t0, mpc.knots(), self.spec.knot_dt);
+                    sim.controller = own;
+                    sim.u_offset = own_offset;
+                    candidates
+                }
+                _ => Vec::new(),
+            };
+            let (info, sampled_start) = mpc.replan_sampled(&self.x, &candidates, cancel);
             let target = mpc.target().0;
             cycle = Some(CycleInfo {
                 t: sim.t - self.t0,
@@ -418,6 +534,7 @@ impl MpcDriver {
                 fallback_jacobians: info.fallback_jacobians,
                 unconverged_jacobians: info.unconverged_jacobians,
                 kept_previous: info.status == Status::NonFinite,
+                sampled_start,
             });
         }
         mpc.control(&self.x, self.phase as f64 / self.substeps as f64, &mut self.u);
@@ -510,6 +627,9 @@ pub struct MpcSummary {
     /// Replans that failed, after which MPC followed its previous plan (module docs).
     #[serde(default)]
     pub failed_replans: usize,
+    /// Replans that started from a sampled trot rather than the shifted plan (`step_sampling`).
+    #[serde(default)]
+    pub sampled_starts: usize,
     /// Simulator steps that failed (the run ends at the first).
     #[serde(default)]
     pub failed_steps: usize,
@@ -692,6 +812,7 @@ pub fn run_closed_loop(
         fallback_jacobians: cycles.iter().map(|c| c.fallback_jacobians).sum(),
         unconverged_jacobians: cycles.iter().map(|c| c.unconverged_jacobians).sum(),
         failed_replans: cycles.iter().filter(|c| c.kept_previous).count(),
+        sampled_starts: cycles.iter().filter(|c| c.sampled_start.is_some()).count(),
         failed_steps,
         failed_step,
         footfalls: watch.footfalls(&sim),

@@ -173,8 +173,11 @@ pub struct PullOutcome {
     /// The failed step's status and time after control took over (s); the run ended there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_step: Option<(crate::sim::StepStatus, f64)>,
-    /// MPC only (0 or NaN for the baseline): replans that failed, and replan wall times (ms).
+    /// MPC only (0 or NaN for the baseline): replans that failed, replans that started from a
+    /// sampled trot (`MpcSettings::step_sampling`), and replan wall times (ms).
     pub failed_replans: usize,
+    #[serde(default)]
+    pub sampled_starts: usize,
     pub solve_ms_median: f64,
     pub solve_ms_p95: f64,
     pub solve_ms_max: f64,
@@ -226,6 +229,7 @@ pub fn run_pull(
                 failed_steps: m.failed_steps,
                 failed_step: m.failed_step,
                 failed_replans: m.failed_replans,
+                sampled_starts: m.sampled_starts,
                 solve_ms_median: m.solve_ms_median,
                 solve_ms_p95: m.solve_ms_p95,
                 solve_ms_max: m.solve_ms_max,
@@ -264,6 +268,7 @@ pub fn run_pull(
                 failed_steps,
                 failed_step,
                 failed_replans: 0,
+                sampled_starts: 0,
                 solve_ms_median: f64::NAN,
                 solve_ms_p95: f64::NAN,
                 solve_ms_max: f64::NAN,
