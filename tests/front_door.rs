@@ -104,6 +104,12 @@ fn bad_values(task: &Task) -> Vec<(SettingsError, &'static str, &'static str)> {
     );
     push(MpcSettings { iterations: 0, ..MpcSettings::default() }.validate(), "MpcSettings", "iterations");
     push(MpcSettings { knot_dt: f64::NAN, ..MpcSettings::default() }.validate(), "MpcSettings", "knot_dt");
+    let sampling = contactlab::ocp::mpc::StepSampling { frequency: 0.0, ..Default::default() };
+    push(
+        MpcSettings { step_sampling: Some(sampling), ..MpcSettings::default() }.validate(),
+        "MpcSettings",
+        "step_sampling.frequency",
+    );
     push(TaskSettings { episode: 0.0, ..TaskSettings::default() }.validate(), "TaskSettings", "episode");
     push(TaskSettings { task: "run".into(), ..TaskSettings::default() }.validate(), "TaskSettings", "task");
     push(BpttSettings { lr: -1e-3, ..BpttSettings::for_task(task) }.validate(), "BpttSettings", "lr");

@@ -173,30 +173,37 @@ fn with_rotor_inertia_relaxed_mpc_steps_to_recover_from_80_n() {
     assert!(!pd.recovered, "{pd:?}");
 }
 
-/// Step sampling (scenes/mpc_step.ron, docs/results/mpc/pull_sweep_step): the rotor scene's
-/// relaxed MPC, whose DDP alone does not recover from the 100 N lateral pull of issue 17 (the
-/// trunk touches down: docs/results/mpc/pull_sweep_rotors, so the run without sampling fails
-/// this test), recovers from it by stepping when each replan may start from a sampled trot of
-/// the joint PD: back within 2 cm, the trunk clear, every joint within 0.05 rad of its range,
-/// and at least one replan started from a sampled trot; the joint PD alone does not.
+/// Step sampling (scenes/mpc_step.ron, docs/results/mpc/pull_starts_step): from a perturbed
+/// start (seed 0 of `ocp::starts::perturbed`, as `examples/pull_starts.rs` draws it), the rotor
+/// scene's relaxed MPC recovers from the 100 N lateral pull of issue 17 by stepping when each
+/// replan may start from a sampled trot of the joint PD: back within 2 cm, the trunk clear, every
+/// joint within 0.05 rad of its range. The same MPC without step sampling (the rotor scene's
+/// own) touches the trunk down from that start (docs/results/mpc/pull_starts_rotors), and so
+/// does the joint PD alone.
 #[test]
 fn with_step_sampling_relaxed_mpc_steps_to_recover_from_100_n() {
     use contactlab::diff::Sensitivity;
+    use contactlab::ocp::mpc::MpcSettings;
     use contactlab::ocp::pull_sweep::{run_pull, PullDirection, PullSweepSettings, SweepController};
+    use contactlab::ocp::starts::{perturbed, StartNoise};
     let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_step.ron")).unwrap();
     let settings = s.mpc_settings().unwrap();
     assert!(settings.step_sampling.is_some() && settings.iterations == 3);
-    let start = s.settled(settings.settle).unwrap();
+    let mut initial = s.simulation();
+    initial.pulls.clear();
+    let start = perturbed(&initial, settings.settle, &StartNoise::default(), 0).unwrap();
     let sweep = PullSweepSettings::default();
-    let relaxed = Sensitivity::Relaxed { kappa: settings.kappa, delta: settings.delta };
-    let mpc = run_pull(&start, SweepController::Mpc(relaxed), &settings, &sweep, PullDirection::Lateral, 100.0, None)
-        .unwrap();
+    let relaxed = SweepController::Mpc(Sensitivity::Relaxed { kappa: settings.kappa, delta: settings.delta });
+    let lateral = PullDirection::Lateral;
+    let mpc = run_pull(&start, relaxed, &settings, &sweep, lateral, 100.0, None).unwrap();
     eprintln!("MPC with step sampling: {mpc:?}");
     assert!(mpc.recovered && mpc.footfalls >= 1 && !mpc.trunk_touched && mpc.failed_steps == 0, "{mpc:?}");
-    assert!(mpc.joint_range_excess <= 0.05, "{mpc:?}");
-    assert!(mpc.sampled_starts > 0, "{mpc:?}");
-    let pd =
-        run_pull(&start, SweepController::Baseline, &settings, &sweep, PullDirection::Lateral, 100.0, None).unwrap();
+    assert!(mpc.joint_range_excess <= 0.05 && mpc.sampled_starts > 0, "{mpc:?}");
+    let without = MpcSettings { step_sampling: None, ..settings.clone() };
+    let plain = run_pull(&start, relaxed, &without, &sweep, lateral, 100.0, None).unwrap();
+    eprintln!("MPC without: {plain:?}");
+    assert!(!plain.recovered && plain.sampled_starts == 0, "{plain:?}");
+    let pd = run_pull(&start, SweepController::Baseline, &settings, &sweep, lateral, 100.0, None).unwrap();
     eprintln!("PD: {pd:?}");
     assert!(!pd.recovered, "{pd:?}");
 }

@@ -239,7 +239,7 @@ fn the_cito_starts_table_is_the_committed_runs() {
 #[test]
 fn the_pull_sweep_tables_are_the_committed_runs() {
     let readme = readme();
-    for dir in ["pull_sweep", "pull_sweep_3it", "pull_sweep_rotors"] {
+    for dir in ["pull_sweep", "pull_sweep_3it", "pull_sweep_rotors", "pull_sweep_step"] {
         let file = root().join(format!("docs/results/mpc/{dir}/pull_sweep.md"));
         let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         // The line saying which step statuses ended runs is quoted after the file's name.
@@ -258,20 +258,23 @@ fn the_pull_sweep_tables_are_the_committed_runs() {
     }
 }
 
-/// The rotor-inertia pulls from perturbed starts (`examples/pull_starts.rs`): every controller
-/// row of the committed `pull_starts.md` stands in the README, and the file holds every run.
+/// The rotor-inertia pulls from perturbed starts (`examples/pull_starts.rs`), without and with
+/// step sampling: every controller row of each committed `pull_starts.md` stands in the README,
+/// and the file holds every run.
 #[test]
-fn the_pull_starts_table_is_the_committed_runs() {
-    let file = root().join("docs/results/mpc/pull_starts_rotors/pull_starts.md");
-    let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| MPC ") || l.starts_with("| joint PD ")).collect();
-    assert_eq!(rows.len(), 4, "{}: 4 controllers", file.display());
+fn the_pull_starts_tables_are_the_committed_runs() {
     let readme = readme();
-    for row in rows {
-        assert!(readme.lines().any(|l| l == row), "README lacks the row of {}:\n{row}", file.display());
+    for dir in ["pull_starts_rotors", "pull_starts_step"] {
+        let file = root().join(format!("docs/results/mpc/{dir}/pull_starts.md"));
+        let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| MPC ") || l.starts_with("| joint PD ")).collect();
+        assert_eq!(rows.len(), 4, "{}: 4 controllers", file.display());
+        for row in rows {
+            assert!(readme.lines().any(|l| l == row), "README lacks the row of {}:\n{row}", file.display());
+        }
+        let runs = json(&file.with_file_name("pull_starts.json"))["runs"].as_array().unwrap().len();
+        assert_eq!(runs, 120, "{}: 10 starts x 3 forces x 4 controllers", file.display());
     }
-    let runs = json(&file.with_file_name("pull_starts.json"))["runs"].as_array().unwrap().len();
-    assert_eq!(runs, 120, "{}: 10 starts x 3 forces x 4 controllers", file.display());
 }
 
 /// The benchmark rows with a result file (`scripts/reproduce bench`).
@@ -283,6 +286,8 @@ fn the_benchmark_rows_are_the_committed_medians() {
         ("ddp_iteration_quadruped_30_knots", 2),
         ("mpc_replan_1_iteration_30_knots", 2),
         ("mpc_replan_3_iteration_30_knots", 2),
+        ("mpc_replan_3_iterations_30_knots_rotors", 2),
+        ("mpc_replan_3_iterations_30_knots_rotors_step_sampling", 2),
         ("baseline_simulator_10ms_joint_pd_5_steps", 3),
     ] {
         let v = &b[name];
