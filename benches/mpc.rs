@@ -2,7 +2,8 @@
 //! the settled stance, warm-started by the previous cycle as in closed loop): 1 and 3 DDP
 //! iterations per cycle, against the 10 ms control period they must fit in; and on
 //! scenes/mpc_step.ron (rotor inertia, 3 iterations) without and with step sampling (the eight
-//! trots generated and compared at every cycle, as `MpcDriver` does). Baseline in the same run:
+//! trots generated and compared at every cycle, as `MpcDriver` does, or one in turn as in
+//! scenes/mpc_step_fast.ron). Baseline in the same run:
 //! one control period of the simulator under the scene's joint PD (5 steps of 2 ms).
 //!
 //! Run: `cargo bench --no-default-features --bench mpc`.
@@ -41,6 +42,17 @@ fn bench(c: &mut Criterion) {
     c.bench_function("mpc_replan_3_iterations_30_knots_rotors_step_sampling", |b| {
         b.iter(|| {
             let trots = sampling.trots(&rotors, 0.0, problem.knots, step.knot_dt);
+            std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
+        })
+    });
+    // One trot per replan, taken in turn (scenes/mpc_step_fast.ron).
+    let one = contactlab::ocp::mpc::StepSampling { per_replan: 1, ..sampling };
+    let mut mpc = Mpc::new(&problem, step.iterations, 10);
+    let mut replan = 0;
+    c.bench_function("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot", |b| {
+        b.iter(|| {
+            let (_, trots) = one.trots_at(&rotors, 0.0, replan, problem.knots, step.knot_dt);
+            replan += 1;
             std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
         })
     });

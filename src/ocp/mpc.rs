@@ -120,11 +120,14 @@ pub struct StepSampling {
     pub side: f64,
     /// Thigh fore-aft sweep (rad) \[0.3\].
     pub stride: f64,
+    /// Trots rolled out per replan, 1 to 8 \[8: all\]; fewer take the eight in turn (replan `r`
+    /// rolls out `r per_replan`, ... modulo 8), which the gait clock keeps consistent.
+    pub per_replan: usize,
 }
 
 impl Default for StepSampling {
     fn default() -> Self {
-        Self { frequency: 3.0, lift: 0.4, side: 0.3, stride: 0.3 }
+        Self { frequency: 3.0, lift: 0.4, side: 0.3, stride: 0.3, per_replan: 8 }
     }
 }
 
@@ -149,6 +152,29 @@ impl StepSampling {
     /// [`super::cito::trot_guess`] needs.
     pub fn trots(&self, sim: &Simulation, t: f64, knots: usize, knot_dt: f64) -> Vec<Vec<DVector<f64>>> {
         self.candidates(t).into_iter().filter_map(|c| trot_guess(sim, knots, knot_dt, c).ok()).collect()
+    }
+
+    /// The trots replan `replan` rolls out (`per_replan` of them, in turn) as in
+    /// [`StepSampling::trots`], each with its index into [`StepSampling::candidates`].
+    pub fn trots_at(
+        &self,
+        sim: &Simulation,
+        t: f64,
+        replan: usize,
+        knots: usize,
+        knot_dt: f64,
+    ) -> (Vec<usize>, Vec<Vec<DVector<f64>>>) {
+        let all = self.candidates(t);
+        let n = self.per_replan.clamp(1, all.len());
+        let (mut index, mut trots) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for j in 0..n {
+            let i = (replan * n + j) % all.len();
+            if let Ok(u) = trot_guess(sim, knots, knot_dt, all[i]) {
+                index.push(i);
+                trots.push(u);
+            }
+        }
+        (index, trots)
     }
 }
 
@@ -187,7 +213,8 @@ impl MpcSettings {
             c.positive("step_sampling.frequency", t.frequency)
                 .non_negative("step_sampling.lift", t.lift)
                 .finite("step_sampling.side", t.side)
-                .finite("step_sampling.stride", t.stride);
+                .finite("step_sampling.stride", t.stride)
+                .count("step_sampling.per_replan", t.per_replan, 1, 8);
         }
         c.finish()?;
         self.weights.validate().map_err(|e| e.within("MpcSettings", "weights"))
@@ -436,8 +463,9 @@ pub struct MpcDriver {
     /// Simulator steps per control period, and steps since the last replan.
     substeps: usize,
     phase: usize,
-    /// Simulated time at engagement (s).
+    /// Simulated time at engagement (s), and replans since.
     t0: f64,
+    replans: usize,
     /// A target set before engagement or since the last replan.
     pending: Option<(Vector3<f64>, Matrix3<f64>)>,
     /// The controller and control offset MPC replaced.
@@ -456,6 +484,7 @@ impl MpcDriver {
             substeps: 1,
             phase: 0,
             t0: 0.0,
+            replans: 0,
             pending: None,
             replaced: None,
             x: DVector::zeros(0),
@@ -483,6 +512,7 @@ impl MpcDriver {
         self.substeps = substeps;
         self.phase = 0;
         self.t0 = sim.t;
+        self.replans = 0;
         self.x = DVector::zeros(m.nq + m.nv);
         self.u = DVector::zeros(m.nu);
         self.replaced = Some((sim.controller.clone(), sim.u_offset.clone()));
@@ -515,14 +545,17 @@ impl MpcDriver {
                     // The trots are the replaced controller's, rolled out from the present state.
                     let own = std::mem::replace(&mut sim.controller, pd.clone());
                     let own_offset = std::mem::replace(&mut sim.u_offset, offset.clone());
-                    let candidates = sampling.trots(sim, sim.t - self.t0, mpc.knots(), self.spec.knot_dt);
+                    let t = sim.t - self.t0;
+                    let sampled = sampling.trots_at(sim, t, self.replans, mpc.knots(), self.spec.knot_dt);
                     sim.controller = own;
                     sim.u_offset = own_offset;
-                    candidates
+                    sampled
                 }
-                _ => Vec::new(),
+                _ => (Vec::new(), Vec::new()),
             };
-            let (info, sampled_start) = mpc.replan_sampled(&self.x, &candidates, cancel);
+            self.replans += 1;
+            let (info, chosen) = mpc.replan_sampled(&self.x, &candidates.1, cancel);
+            let sampled_start = chosen.map(|j| candidates.0[j]);
             let target = mpc.target().0;
             cycle = Some(CycleInfo {
                 t: sim.t - self.t0,
