@@ -208,6 +208,31 @@ fn with_step_sampling_relaxed_mpc_steps_to_recover_from_100_n() {
     assert!(!pd.recovered, "{pd:?}");
 }
 
+/// Fewer trots per replan take the eight in turn (`StepSampling::per_replan`), each with its
+/// index into the candidates; all eight by default, in order; and the candidates' gait clock
+/// runs with time (a trot at `t` is the one at 0 advanced by `2 pi f t`).
+#[test]
+fn step_sampling_takes_the_trots_in_turn() {
+    use contactlab::ocp::mpc::StepSampling;
+    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_step.ron")).unwrap();
+    let sim = s.simulation();
+    let all = StepSampling::default();
+    let (index, trots) = all.trots_at(&sim, 0.0, 5, 3, 0.01);
+    assert_eq!(index, (0..8).collect::<Vec<_>>());
+    assert_eq!(trots, all.trots(&sim, 0.0, 3, 0.01));
+    let three = StepSampling { per_replan: 3, ..all };
+    for (replan, want) in [(0, vec![0, 1, 2]), (1, vec![3, 4, 5]), (2, vec![6, 7, 0])] {
+        let (index, trots) = three.trots_at(&sim, 0.0, replan, 3, 0.01);
+        assert_eq!(index, want);
+        assert_eq!(trots.len(), 3);
+    }
+    let (c0, c1) = (all.candidates(0.0), all.candidates(0.1));
+    for (a, b) in c0.iter().zip(&c1) {
+        let advance = std::f64::consts::TAU * all.frequency * 0.1;
+        assert!((b.phase - a.phase - advance).abs() < 1e-12 && (a.side, a.stride) == (b.side, b.stride));
+    }
+}
+
 /// A replan that fails (here: from a non-finite measured state, so both the shifted warm start and
 /// the hold guess fail) keeps the previous plan shifted one knot, and the feedback control stays
 /// finite; the next replan from a good state plans normally.

@@ -264,7 +264,7 @@ fn the_pull_sweep_tables_are_the_committed_runs() {
 #[test]
 fn the_pull_starts_tables_are_the_committed_runs() {
     let readme = readme();
-    for dir in ["pull_starts_rotors", "pull_starts_step"] {
+    for dir in ["pull_starts_rotors", "pull_starts_step", "pull_starts_step_fast"] {
         let file = root().join(format!("docs/results/mpc/{dir}/pull_starts.md"));
         let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| MPC ") || l.starts_with("| joint PD ")).collect();
@@ -288,6 +288,7 @@ fn the_benchmark_rows_are_the_committed_medians() {
         ("mpc_replan_3_iteration_30_knots", 2),
         ("mpc_replan_3_iterations_30_knots_rotors", 2),
         ("mpc_replan_3_iterations_30_knots_rotors_step_sampling", 2),
+        ("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot", 2),
         ("baseline_simulator_10ms_joint_pd_5_steps", 3),
     ] {
         let v = &b[name];
