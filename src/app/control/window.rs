@@ -7,6 +7,7 @@ use crate::app::sim::{SimCommand, SimCommands, SimHistory, SimWorker};
 use crate::app::{cost_scope, CurrentScene, ToolWindows};
 use crate::diff::SensitivityKind;
 use crate::ocp::cito::CitoReport;
+use crate::ocp::mpc::StepSampling;
 use crate::scene::Scene;
 use bevy::prelude::*;
 use bevy_egui::egui;
@@ -261,6 +262,18 @@ fn mpc_ui(
         });
         let spec = &mut s.mpc;
         sensitivity_ui(u, "mpc_sens", &mut spec.sensitivity, &mut spec.kappa, &mut spec.delta);
+        u.horizontal(|u| {
+            let mut sampling = spec.step_sampling.is_some();
+            let hint = "each replan also rolls out trots of the scene's joint PD and starts DDP from the \
+                        cheapest of them and the shifted plan (ocp::mpc, step sampling)";
+            if u.checkbox(&mut sampling, "step sampling").on_hover_text(hint).changed() {
+                spec.step_sampling = sampling.then(StepSampling::default);
+            }
+            if let Some(t) = &mut spec.step_sampling {
+                u.label("trots / replan");
+                u.add(egui::DragValue::new(&mut t.per_replan).range(1..=8));
+            }
+        });
     });
     u.horizontal(|u| {
         if on {
@@ -276,8 +289,9 @@ fn mpc_ui(
     });
     u.weak(
         "Start on a settled stance. With one iteration per cycle it rejects trunk pulls up to about \
-         40 N for 0.3 s (3 iterations: 60 N sideways, by stepping, but slower than real time); a \
-         failed replan keeps the previous plan, and a harder pull ends in a fall.",
+         40 N for 0.3 s (3 iterations: 60 N sideways, by stepping); with step sampling and 3 \
+         iterations, 100 N sideways by stepping, slower than real time. A failed replan keeps the \
+         previous plan, and a harder pull ends in a fall.",
     );
     let t = link.snapshot();
     u.label("Target, relative to the pose at start:");
