@@ -252,20 +252,37 @@ impl Ddp {
     /// the current trajectory (the gains are left as they were); infinite if the rollout
     /// fails. For comparing warm starts before a [`Ddp::solve`].
     pub fn rollout_cost(&mut self, us: &[DVector<f64>]) -> f64 {
-        if us.len() != self.us.len() || us.iter().zip(&self.us).any(|(a, b)| a.len() != b.len()) {
+        if !self.set_controls(us) {
             return f64::INFINITY;
         }
-        for ((d, s), m) in self.us.iter_mut().zip(us).zip(&self.problem.running) {
-            d.copy_from(s);
-            clamp(m.as_ref(), d);
-        }
-        let ok = rollout(&self.problem, &self.us, &mut self.xs, &mut self.data, &mut self.terminal_data);
-        let cost = self.cost();
+        let (ok, cost) = self.initial_rollout();
         if ok && cost.is_finite() {
             cost
         } else {
             f64::INFINITY
         }
+    }
+
+    /// Copies `us` into the current controls; `false` (and nothing copied) if their shapes are
+    /// not the problem's.
+    fn set_controls(&mut self, us: &[DVector<f64>]) -> bool {
+        if us.len() != self.us.len() || us.iter().zip(&self.us).any(|(a, b)| a.len() != b.len()) {
+            return false;
+        }
+        for (d, s) in self.us.iter_mut().zip(us) {
+            d.copy_from(s);
+        }
+        true
+    }
+
+    /// Clamps the current controls to the bounds and rolls them out from `x0`: whether every
+    /// model succeeded, and the cost.
+    fn initial_rollout(&mut self) -> (bool, f64) {
+        for (u, m) in self.us.iter_mut().zip(&self.problem.running) {
+            clamp(m.as_ref(), u);
+        }
+        let ok = rollout(&self.problem, &self.us, &mut self.xs, &mut self.data, &mut self.terminal_data);
+        (ok, self.cost())
     }
 
     /// Solves from the initial guess `us` (or the current controls if `None`; states are
@@ -294,23 +311,13 @@ impl Ddp {
             info.status = Status::InvalidInput;
             return info;
         }
-        if let Some(us) = us {
-            if us.len() != self.us.len() || us.iter().zip(&self.us).any(|(a, b)| a.len() != b.len()) {
-                info.status = Status::InvalidInput;
-                return info;
-            }
-            for (d, s) in self.us.iter_mut().zip(us) {
-                d.copy_from(s);
-            }
+        if us.is_some_and(|us| !self.set_controls(us)) {
+            info.status = Status::InvalidInput;
+            return info;
         }
         self.mu = self.settings.mu_init;
-        // Initial rollout (clamped to the bounds).
-        let problem = &self.problem;
-        for (u, m) in self.us.iter_mut().zip(&problem.running) {
-            clamp(m.as_ref(), u);
-        }
-        let ok = rollout(problem, &self.us, &mut self.xs, &mut self.data, &mut self.terminal_data);
-        info.cost = self.cost();
+        let (ok, cost) = self.initial_rollout();
+        info.cost = cost;
         if !ok || !info.cost.is_finite() {
             info.status = Status::NonFinite;
             return info;

@@ -151,7 +151,7 @@ impl StepSampling {
     /// none if the controller is not a joint PD or the legs are not named as
     /// [`super::cito::trot_guess`] needs.
     pub fn trots(&self, sim: &Simulation, t: f64, knots: usize, knot_dt: f64) -> Vec<Vec<DVector<f64>>> {
-        self.candidates(t).into_iter().filter_map(|c| trot_guess(sim, knots, knot_dt, c).ok()).collect()
+        StepSampling { per_replan: 8, ..*self }.trots_at(sim, t, 0, knots, knot_dt).1
     }
 
     /// The trots replan `replan` rolls out (`per_replan` of them, in turn) as in
@@ -342,13 +342,10 @@ impl Mpc {
         cancel: Option<&AtomicBool>,
     ) -> (super::Info, Option<usize>) {
         let kept = (self.ddp.xs.clone(), self.ddp.us.clone(), self.ddp.gains().to_vec());
+        self.shift_to(x);
         let (info, chosen) = if candidates.is_empty() {
-            (self.replan_shifted(x, cancel), None)
+            (self.ddp.solve(None, cancel), None)
         } else {
-            shift(&mut self.ddp.us);
-            self.ddp.shift_gains();
-            self.ddp.problem.x0.copy_from(x);
-            self.ddp.settings.max_iterations = self.iterations;
             let shifted = self.ddp.us.clone();
             let mut best = (self.ddp.rollout_cost(&shifted), None);
             for (i, c) in candidates.iter().enumerate() {
@@ -375,12 +372,12 @@ impl Mpc {
         (info, chosen)
     }
 
-    fn replan_shifted(&mut self, x: &DVector<f64>, cancel: Option<&AtomicBool>) -> super::Info {
+    /// The warm start of a replan from `x`: the previous controls and gains shifted one knot.
+    fn shift_to(&mut self, x: &DVector<f64>) {
         shift(&mut self.ddp.us);
         self.ddp.shift_gains();
         self.ddp.problem.x0.copy_from(x);
         self.ddp.settings.max_iterations = self.iterations;
-        self.ddp.solve(None, cancel)
     }
 
     /// Moves the base-pose target; the warm start is kept, so the next replans walk the plan

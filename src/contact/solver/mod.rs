@@ -196,7 +196,8 @@
 //! (budget 1200), 2 072 with the rounding floor added, 530 with the restarts and a budget of
 //! 3000 (261 SPD, 269 rank-deficient), 44 with the mode enumeration (19 SPD, 25
 //! rank-deficient), 15 with its polish and inside-the-ray solve, 0 with the plain fixed points
-//! and the continuation. On two other seeds 1 and 2 of 100 000 stall, so 0 is not a guarantee;
+//! and the continuation (still 0 with the exact slip angles of one slider). On four other seeds
+//! 1 of 100 000 stalls, so 0 is not a guarantee;
 //! the test's module docs say how the last stages were chosen and what is left.
 //!
 //! # Scaling and the residual

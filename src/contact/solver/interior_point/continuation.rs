@@ -44,8 +44,7 @@ impl ContactSolver {
                 info.iterations += self.projected_gauss_seidel(SWEEPS);
             }
             self.update_w();
-            let ok = self.lam[..n].iter().chain(&self.w[..n]).all(|x| x.is_finite())
-                && self.enumerate_from_iterate(settings, info);
+            let ok = self.iterate_finite() && self.enumerate_from_iterate(settings, info);
             if ok {
                 if eps == 0.0 {
                     break true;

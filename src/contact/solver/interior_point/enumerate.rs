@@ -58,18 +58,14 @@ impl ContactSolver {
         self.lam[..n].copy_from_slice(&self.glam[..n]);
         info.iterations += self.projected_gauss_seidel(NSGS_SWEEPS);
         self.update_w();
-        if self.lam[..n].iter().chain(&self.w[..n]).all(|x| x.is_finite())
-            && self.enumerate_from_iterate(settings, info)
-        {
+        if self.iterate_finite() && self.enumerate_from_iterate(settings, info) {
             return true;
         }
         // Cadoux's fixed point run to its own limit, which the phase's hand-offs cut short,
         // plain and damped (where the plain one cycles).
         for damping in PLAIN_DAMPING {
             self.plain_fixed_point(settings, damping, PLAIN_OUTER, PLAIN_BUDGET, info);
-            if self.lam[..n].iter().chain(&self.w[..n]).all(|x| x.is_finite())
-                && self.enumerate_from_iterate(settings, info)
-            {
+            if self.iterate_finite() && self.enumerate_from_iterate(settings, info) {
                 return true;
             }
         }
@@ -180,7 +176,6 @@ impl ContactSolver {
 
     fn try_start(&mut self, settings: &Settings, info: &mut Info, start: usize) -> bool {
         let k = self.k;
-        let n = 3 * k;
         // Unknowns y: lambda_i (3) per sticking contact, (gamma_i, theta_i) per sliding one.
         let q = self.init_unknowns(start);
         if q > 0 {
@@ -189,7 +184,7 @@ impl ContactSolver {
         } else {
             self.mode_residual();
         }
-        if !self.lam[..n].iter().chain(&self.w[..n]).all(|x| x.is_finite()) {
+        if !self.iterate_finite() {
             return false;
         }
         self.move_inside(q);
@@ -231,7 +226,7 @@ impl ContactSolver {
         let (res, _, margin) = self.residual(0.0);
         let accepted = margin > 0.0
             && (0..k).all(|i| self.lam[3 * i] > 0.0)
-            && self.lam[..n].iter().chain(&self.w[..n]).all(|x| x.is_finite())
+            && self.iterate_finite()
             && (res <= settings.tolerance || self.converged_at_floor(settings, 0.0));
         if accepted {
             info.status = Status::Converged;
@@ -452,6 +447,12 @@ impl ContactSolver {
                 _ => {}
             }
         }
+    }
+
+    /// Whether `lambda` and `w` are finite.
+    pub(super) fn iterate_finite(&self) -> bool {
+        let n = 3 * self.k;
+        self.lam[..n].iter().chain(&self.w[..n]).all(|x| x.is_finite())
     }
 
     pub(super) fn lam_inf(&self) -> f64 {
