@@ -534,6 +534,20 @@ pub fn transition_jacobians_after_step(
     // Both Jacobians are block diagonal per joint: multiply block by block.
     for j in &model.joints {
         let (iv, w) = (j.idx_v, j.nv());
+        if w == 1 {
+            // A 1 x 1 block: a scaled row, as `gemm_into` would compute it (zeros skipped),
+            // without its per-call view set-up (twelve of the quadruped's thirteen joints).
+            let blk = tw.d_ddq[(iv, iv)];
+            let row = |x: f64| if x != 0.0 { (h * x) * blk } else { 0.0 };
+            for c in 0..2 * nv {
+                a[(iv, c)] = row(tw.dv[(iv, c)]);
+            }
+            for c in 0..nu {
+                b[(iv, c)] = row(tw.dv[(iv, 2 * nv + c)]);
+            }
+            a[(iv, iv)] += tw.d_dq[(iv, iv)];
+            continue;
+        }
         let blk = tw.d_ddq.view((iv, iv), (w, w));
         crate::linalg::gemm_into(h, blk, tw.dv.view((iv, 0), (w, 2 * nv)), a.view_mut((iv, 0), (w, 2 * nv)));
         crate::linalg::gemm_into(h, blk, tw.dv.view((iv, 2 * nv), (w, nu)), b.view_mut((iv, 0), (w, nu)));

@@ -317,14 +317,20 @@ impl ActionModel for ContactAction {
     fn calc_diff(&self, d: &mut ActionData, x: &DVector<f64>, u: &DVector<f64>) {
         let m = &*self.model;
         let (nq, nv) = (m.nq, m.nv);
-        let mut g = DVector::zeros(2 * nv);
-        let mut h = DMatrix::zeros(2 * nv, 2 * nv);
-        let work = d.extra.downcast_mut::<Work>().expect("ContactAction data");
-        let sc = self.state_cost(x, Some((&mut g, &mut h))) + self.clearance_cost(work, x, Some((&mut g, &mut h)));
+        // The cost terms accumulate into the data's own l_x, l_xx (no allocation per knot).
+        let ActionData { lx: g, lxx: h, extra, .. } = d;
+        if g.len() != 2 * nv || h.shape() != (2 * nv, 2 * nv) {
+            *g = DVector::zeros(2 * nv);
+            *h = DMatrix::zeros(2 * nv, 2 * nv);
+        }
+        g.fill(0.0);
+        h.fill(0.0);
+        let work = extra.downcast_mut::<Work>().expect("ContactAction data");
+        let sc = self.state_cost(x, Some((&mut *g, &mut *h))) + self.clearance_cost(work, x, Some((&mut *g, &mut *h)));
         if let Some(w) = self.terminal {
+            *g *= w;
+            *h *= w;
             d.cost = w * sc;
-            d.lx = g * w;
-            d.lxx = h * w;
             d.ok = d.cost.is_finite();
             return;
         }
@@ -366,7 +372,7 @@ impl ActionModel for ContactAction {
         d.ok = matches!(info.status, TransitionStatus::Ok | TransitionStatus::BackwardNotConverged);
         d.fallback = false;
         d.unconverged = info.status == TransitionStatus::BackwardNotConverged;
-        let finite = |w: &Work| w.a.iter().chain(w.b.iter()).fold(0.0, |s, &x| s + x * 0.0) == 0.0;
+        let finite = |w: &Work| crate::linalg::all_finite(w.a.as_slice()) && crate::linalg::all_finite(w.b.as_slice());
         let failed = |st: TransitionStatus, w: &Work| match st {
             TransitionStatus::SingularContactSystem | TransitionStatus::BackwardFailed => true,
             TransitionStatus::Ok | TransitionStatus::BackwardNotConverged => !finite(w),
@@ -404,10 +410,10 @@ impl ActionModel for ContactAction {
         d.fx.copy_from(&work.a);
         d.fu.copy_from(&work.b);
         d.cost = sc + 0.5 * self.cost.w_control * u.norm_squared();
-        d.lx = g;
-        d.lxx = h;
-        d.lu = u * self.cost.w_control;
-        d.luu = DMatrix::identity(m.nu, m.nu) * self.cost.w_control;
+        d.lu.copy_from(u);
+        d.lu *= self.cost.w_control;
+        d.luu.fill_with_identity();
+        d.luu *= self.cost.w_control;
         d.lux.fill(0.0);
     }
     fn integrate(&self, x: &DVector<f64>, dx: &DVector<f64>, out: &mut DVector<f64>) {

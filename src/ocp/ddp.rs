@@ -248,19 +248,35 @@ impl Ddp {
         self.gains.clone_from_slice(gains);
     }
 
-    /// The cost of the controls `us` rolled out from `x0` (clamped to the bounds), which become
-    /// the current trajectory (the gains are left as they were); infinite if the rollout
-    /// fails. For comparing warm starts before a [`Ddp::solve`].
-    pub fn rollout_cost(&mut self, us: &[DVector<f64>]) -> f64 {
-        if !self.set_controls(us) {
-            return f64::INFINITY;
+    /// Rolls each control sequence of `starts` out from `x0` (clamped to the bounds) and keeps
+    /// the cheapest as the current trajectory (the first of equal costs; the gains are left as
+    /// they were): its index and cost, or `None` if no rollout succeeded with a finite cost (the
+    /// current trajectory is then the problem's last successful one, or unchanged). For
+    /// choosing among warm starts: [`Ddp::solve_rolled_out`] then starts from the kept rollout
+    /// without repeating it. A sequence whose shape is not the problem's counts as failed.
+    pub fn roll_out_cheapest(&mut self, starts: &[&[DVector<f64>]]) -> Option<(usize, f64)> {
+        let mut best: Option<(usize, f64)> = None;
+        for (j, us) in starts.iter().enumerate() {
+            if us.len() != self.us_try.len() || us.iter().zip(&self.us_try).any(|(a, b)| a.len() != b.len()) {
+                continue;
+            }
+            for ((d, s), m) in self.us_try.iter_mut().zip(us.iter()).zip(&self.problem.running) {
+                d.copy_from(s);
+                clamp(m.as_ref(), d);
+            }
+            if !rollout(&self.problem, &self.us_try, &mut self.xs_try, &mut self.try_data, &mut self.try_terminal) {
+                continue;
+            }
+            let cost = self.try_data.iter().map(|d| d.cost).sum::<f64>() + self.try_terminal.cost;
+            if cost.is_finite() && best.is_none_or(|(_, c)| cost < c) {
+                std::mem::swap(&mut self.xs, &mut self.xs_try);
+                std::mem::swap(&mut self.us, &mut self.us_try);
+                std::mem::swap(&mut self.data, &mut self.try_data);
+                std::mem::swap(&mut self.terminal_data, &mut self.try_terminal);
+                best = Some((j, cost));
+            }
         }
-        let (ok, cost) = self.initial_rollout();
-        if ok && cost.is_finite() {
-            cost
-        } else {
-            f64::INFINITY
-        }
+        best
     }
 
     /// Copies `us` into the current controls; `false` (and nothing copied) if their shapes are
@@ -315,8 +331,39 @@ impl Ddp {
             info.status = Status::InvalidInput;
             return info;
         }
-        self.mu = self.settings.mu_init;
         let (ok, cost) = self.initial_rollout();
+        self.iterate(info, ok, cost, cancel, observe)
+    }
+
+    /// [`Ddp::solve`] from the trajectory [`Ddp::roll_out_cheapest`] kept, which must be the
+    /// last call that changed the controls, `x0` or the models (it is not rolled out again).
+    pub fn solve_rolled_out(&mut self, cancel: Option<&AtomicBool>) -> Info {
+        let info = Info {
+            status: Status::MaxIterations,
+            iterations: 0,
+            cost: f64::NAN,
+            history: vec![],
+            fallback_jacobians: 0,
+            unconverged_jacobians: 0,
+        };
+        if self.settings.validate().is_err() {
+            return Info { status: Status::InvalidInput, ..info };
+        }
+        let ok = self.xs.iter().all(|x| x.iter().all(|v| v.is_finite()));
+        let cost = self.cost();
+        self.iterate(info, ok, cost, cancel, &mut |_| {})
+    }
+
+    /// The iterations of a solve whose initial rollout ended `ok` with `cost`.
+    fn iterate(
+        &mut self,
+        mut info: Info,
+        ok: bool,
+        cost: f64,
+        cancel: Option<&AtomicBool>,
+        observe: &mut dyn FnMut(&IterationInfo),
+    ) -> Info {
+        self.mu = self.settings.mu_init;
         info.cost = cost;
         if !ok || !info.cost.is_finite() {
             info.status = Status::NonFinite;
@@ -576,8 +623,7 @@ fn clamp(m: &dyn ActionModel, u: &mut DVector<f64>) {
 }
 
 fn finite_data(d: &ActionData) -> bool {
-    // `x * 0` is 0 for finite `x` and NaN otherwise; a plain sum vectorizes.
-    let zero = |s: &[f64]| s.iter().fold(0.0, |a, &x| a + x * 0.0) == 0.0;
+    let zero = crate::linalg::all_finite;
     d.cost.is_finite()
         && [d.fx.as_slice(), d.fu.as_slice(), d.lx.as_slice(), d.lu.as_slice()].into_iter().all(zero)
         && [d.lxx.as_slice(), d.luu.as_slice(), d.lux.as_slice()].into_iter().all(zero)

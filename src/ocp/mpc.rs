@@ -346,16 +346,15 @@ impl Mpc {
         let (info, chosen) = if candidates.is_empty() {
             (self.ddp.solve(None, cancel), None)
         } else {
+            // The shifted plan first, so it wins ties; the kept rollout is the solve's start.
             let shifted = self.ddp.us.clone();
-            let mut best = (self.ddp.rollout_cost(&shifted), None);
-            for (i, c) in candidates.iter().enumerate() {
-                let cost = self.ddp.rollout_cost(c);
-                if cost < best.0 {
-                    best = (cost, Some(i));
-                }
+            let starts: Vec<&[DVector<f64>]> =
+                std::iter::once(&shifted[..]).chain(candidates.iter().map(|c| &c[..])).collect();
+            match self.ddp.roll_out_cheapest(&starts) {
+                Some((j, _)) => (self.ddp.solve_rolled_out(cancel), j.checked_sub(1)),
+                // Every start failed: the solve reports it from the shifted plan.
+                None => (self.ddp.solve(Some(&shifted), cancel), None),
             }
-            let start = best.1.map_or(&shifted, |i| &candidates[i]);
-            (self.ddp.solve(Some(start), cancel), best.1)
         };
         if info.status != Status::NonFinite {
             return (info, chosen);
