@@ -123,54 +123,41 @@ fn mpc_errors_are_typed() {
     assert!(matches!(d.engage(&mut cube.simulation()), Err(MpcError::Robot(_))));
 }
 
-/// MPC that steps (docs/results/mpc/pull_sweep_3it): with 3 DDP iterations per replan and the
-/// relaxed sensitivity, MPC recovers from a 60 N lateral pull of 0.3 s by stepping (the feet
-/// lift off and land), while the scene's own joint PD, under the same pull from the same start
-/// and held to the same measure, does not recover.
+/// MPC that steps (docs/results/mpc/pull_starts_rotors: 10 of 10 starts): with rotor inertia
+/// on the leg joints (scenes/mpc_pull_rotors.ron, 3 DDP iterations per replan) relaxed MPC
+/// recovers from a 60 N lateral pull of 0.3 s by stepping (the feet lift off and land, the
+/// trunk stays clear, no step fails) from each of four perturbed starts, while the scene's own
+/// joint PD, under the same pull from the same starts and held to the same measure, recovers
+/// from none.
+///
+/// Four starts rather than one settled start: single closed-loop runs at the edge of what a
+/// controller recovers are decided by rounding. This test once ran the light-legged
+/// `scenes/mpc_pull.ron` at 60 N (3 of 6 perturbed starts recover) and another ran the rotor
+/// scene at 80 N (3 of 6), each from the settled start, and either outcome flipped with a
+/// change of the last bit of `log3` or of `Q_uu`'s Cholesky solve.
 #[test]
 fn relaxed_mpc_steps_to_recover_from_a_pull_the_pd_cannot_reject() {
     use contactlab::diff::Sensitivity;
     use contactlab::ocp::pull_sweep::{run_pull, PullDirection, PullSweepSettings, SweepController};
-    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_pull.ron")).unwrap();
-    let mut settings = s.mpc_settings().unwrap();
-    settings.iterations = 3;
-    let start = s.settled(settings.settle).unwrap();
-    let sweep = PullSweepSettings::default();
-    let relaxed = Sensitivity::Relaxed { kappa: settings.kappa, delta: settings.delta };
-    let mpc =
-        run_pull(&start, SweepController::Mpc(relaxed), &settings, &sweep, PullDirection::Lateral, 60.0, None).unwrap();
-    eprintln!("MPC: {mpc:?}");
-    assert!(mpc.recovered && mpc.footfalls >= 1 && !mpc.trunk_touched, "{mpc:?}");
-    let pd =
-        run_pull(&start, SweepController::Baseline, &settings, &sweep, PullDirection::Lateral, 60.0, None).unwrap();
-    eprintln!("PD: {pd:?}");
-    assert!(!pd.recovered, "{pd:?}");
-}
-
-/// With rotor inertia on the leg joints (scenes/mpc_pull_rotors.ron,
-/// docs/results/mpc/pull_sweep_rotors): relaxed MPC (the scene's 3 iterations) recovers from an
-/// 80 N lateral pull of 0.3 s by stepping, trunk clear of the ground, where the joint PD on the
-/// same model, same pull and start, does not; and no step diverges (without the rotors a
-/// light leg spun up under MPC's torques).
-#[test]
-fn with_rotor_inertia_relaxed_mpc_steps_to_recover_from_80_n() {
-    use contactlab::diff::Sensitivity;
-    use contactlab::ocp::pull_sweep::{run_pull, PullDirection, PullSweepSettings, SweepController};
+    use contactlab::ocp::starts::{perturbed, StartNoise};
     let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_pull_rotors.ron")).unwrap();
     assert!(s.model.armature.iter().any(|&a| a > 0.0));
     let settings = s.mpc_settings().unwrap();
     assert_eq!(settings.iterations, 3);
-    let start = s.settled(settings.settle).unwrap();
+    let mut initial = s.simulation();
+    initial.pulls.clear();
     let sweep = PullSweepSettings::default();
     let relaxed = Sensitivity::Relaxed { kappa: settings.kappa, delta: settings.delta };
-    let mpc =
-        run_pull(&start, SweepController::Mpc(relaxed), &settings, &sweep, PullDirection::Lateral, 80.0, None).unwrap();
-    eprintln!("MPC: {mpc:?}");
-    assert!(mpc.recovered && mpc.footfalls >= 1 && !mpc.trunk_touched && mpc.failed_steps == 0, "{mpc:?}");
-    let pd =
-        run_pull(&start, SweepController::Baseline, &settings, &sweep, PullDirection::Lateral, 80.0, None).unwrap();
-    eprintln!("PD: {pd:?}");
-    assert!(!pd.recovered, "{pd:?}");
+    for seed in 0..4 {
+        let start = perturbed(&initial, settings.settle, &StartNoise::default(), seed).unwrap();
+        let run = |c| run_pull(&start, c, &settings, &sweep, PullDirection::Lateral, 60.0, None).unwrap();
+        let mpc = run(SweepController::Mpc(relaxed));
+        eprintln!("start {seed}, MPC: {mpc:?}");
+        assert!(mpc.recovered && mpc.footfalls >= 1 && !mpc.trunk_touched && mpc.failed_steps == 0, "{mpc:?}");
+        let pd = run(SweepController::Baseline);
+        eprintln!("start {seed}, PD: {pd:?}");
+        assert!(!pd.recovered, "{pd:?}");
+    }
 }
 
 /// Step sampling (scenes/mpc_step.ron, docs/results/mpc/pull_starts_step): from a perturbed

@@ -508,6 +508,7 @@ impl Ddp {
                 w.quu[(j, j)] += self.mu;
             }
             // Box QP for k, free set for K.
+            w.chol.resize(nu * nu, 0.0);
             let (k, free) = match m.control_bounds() {
                 Some((lo, hi)) => {
                     let lower = lo - &self.us[i];
@@ -517,19 +518,26 @@ impl Ddp {
                         None => return false,
                     }
                 }
-                None => match w.quu.clone().cholesky() {
-                    Some(ch) => (-ch.solve(&w.qu), vec![true; nu]),
-                    None => return false,
-                },
+                None => {
+                    if !cholesky(&w.quu, &mut w.chol) {
+                        return false;
+                    }
+                    let mut k = w.qu.clone();
+                    cholesky_solve(&w.chol, nu, k.as_mut_slice(), &mut w.rows);
+                    (-k, vec![true; nu])
+                }
             };
             let gain = &mut self.gains[i];
             gain.fill(0.0);
             let all_free = free.iter().all(|&f| f);
             if all_free {
-                // The common case: K = -Q_uu^-1 Q_ux, solved in place.
-                let Some(ch) = w.quu.clone().cholesky() else { return false };
+                // The common case: K = -Q_uu^-1 Q_ux, solved in place (a column of K is
+                // contiguous). Without bounds the factor is the one k was solved with.
+                if m.control_bounds().is_some() && !cholesky(&w.quu, &mut w.chol) {
+                    return false;
+                }
                 gain.copy_from(&w.qux);
-                ch.solve_mut(gain);
+                cholesky_solve(&w.chol, nu, gain.as_mut_slice(), &mut w.rows);
                 gain.neg_mut();
             } else {
                 let idx: Vec<usize> = (0..nu).filter(|&j| free[j]).collect();
@@ -614,6 +622,82 @@ fn first_order_ascent(at_4a: Option<f64>, at_2a: Option<f64>, at_a: Option<f64>)
     matches!((at_4a, at_2a, at_a), (Some(x), Some(y), Some(z)) if halves(x, y) && halves(y, z))
 }
 
+/// The Cholesky factor `L` of the symmetric `a` (`n x n`, its lower triangle read) into `l`
+/// (column-major, lower triangle written); `false` if a pivot is not positive (or NaN): `a` is
+/// not positive definite. Left-looking, on plain slices: at DDP's 12 x 12 `Q_uu` nalgebra's
+/// generic views cost more than the arithmetic.
+fn cholesky(a: &DMatrix<f64>, l: &mut [f64]) -> bool {
+    let n = a.nrows();
+    let l = &mut l[..n * n];
+    for j in 0..n {
+        for r in j..n {
+            l[r + j * n] = a[(r, j)];
+        }
+        for k in 0..j {
+            let ljk = l[j + k * n];
+            let (left, right) = l.split_at_mut(j * n);
+            let (ck, cj) = (&left[k * n + j..k * n + n], &mut right[j..n]);
+            for (x, &y) in cj.iter_mut().zip(ck) {
+                *x -= y * ljk;
+            }
+        }
+        let d = l[j + j * n];
+        if d.is_nan() || d <= 0.0 {
+            return false;
+        }
+        let d = d.sqrt();
+        l[j + j * n] = d;
+        for x in &mut l[j * n + j + 1..(j + 1) * n] {
+            *x /= d;
+        }
+    }
+    true
+}
+
+/// Solves `L L^T X = B` in place for every column of `b` (column-major, `n` rows), `l` from
+/// [`cholesky`]. The substitutions run on the rows of `B` (copied into `rows`, row-major), so
+/// each step is one contiguous `axpy` across all right-hand sides (K's 36 columns at once).
+fn cholesky_solve(l: &[f64], n: usize, b: &mut [f64], rows: &mut Vec<f64>) {
+    let m = b.len() / n;
+    rows.resize(n * m, 0.0);
+    for (c, col) in b.chunks_exact(n).enumerate() {
+        for (i, &x) in col.iter().enumerate() {
+            rows[i * m + c] = x;
+        }
+    }
+    // Forward: L Y = B, row i final once the rows above are subtracted.
+    for i in 0..n {
+        let (done, rest) = rows.split_at_mut((i + 1) * m);
+        let yi = &mut done[i * m..];
+        let d = l[i + i * n];
+        yi.iter_mut().for_each(|x| *x /= d);
+        for (r, row) in rest.chunks_exact_mut(m).enumerate() {
+            let f = l[i + 1 + r + i * n];
+            for (x, &y) in row.iter_mut().zip(yi.iter()) {
+                *x -= f * y;
+            }
+        }
+    }
+    // Backward: L^T X = Y, from the last row up.
+    for i in (0..n).rev() {
+        let (head, below) = rows.split_at_mut((i + 1) * m);
+        let xi = &mut head[i * m..];
+        for (r, row) in below.chunks_exact(m).enumerate() {
+            let f = l[i + 1 + r + i * n];
+            for (x, &y) in xi.iter_mut().zip(row) {
+                *x -= f * y;
+            }
+        }
+        let d = l[i + i * n];
+        xi.iter_mut().for_each(|x| *x /= d);
+    }
+    for (c, col) in b.chunks_exact_mut(n).enumerate() {
+        for (i, x) in col.iter_mut().enumerate() {
+            *x = rows[i * m + c];
+        }
+    }
+}
+
 fn clamp(m: &dyn ActionModel, u: &mut DVector<f64>) {
     if let Some((lo, hi)) = m.control_bounds() {
         for j in 0..u.len() {
@@ -649,6 +733,10 @@ struct Backward {
     gt: DMatrix<f64>,
     kt_qux: DMatrix<f64>,
     gt_quu: DMatrix<f64>,
+    /// Cholesky factor of `Q_uu` (column-major, lower) and the row-major right-hand sides
+    /// of its solves.
+    chol: Vec<f64>,
+    rows: Vec<f64>,
 }
 
 impl Backward {
@@ -670,6 +758,8 @@ impl Backward {
             gt: m.clone(),
             kt_qux: m.clone(),
             gt_quu: m,
+            chol: Vec::new(),
+            rows: Vec::new(),
         }
     }
 
@@ -729,4 +819,31 @@ fn rollout(
     }
     p.terminal.calc(terminal, &xs[p.horizon()], &DVector::zeros(0));
     xs.iter().all(|x| x.iter().all(|v| v.is_finite()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The slice Cholesky against nalgebra's on an SPD matrix, and its refusal of an indefinite
+    /// or NaN one.
+    #[test]
+    fn cholesky_solves_like_nalgebra_and_rejects_indefinite() {
+        let n = 12;
+        let r = DMatrix::from_fn(n, n, |i, j| ((i * 7 + j * 3) % 11) as f64 / 11.0 - 0.45);
+        let a = &r * r.transpose() + DMatrix::identity(n, n) * 0.05;
+        let b = DMatrix::from_fn(n, 36, |i, j| ((i + 2 * j) % 5) as f64 - 2.0);
+        let mut l = vec![0.0; n * n];
+        assert!(cholesky(&a, &mut l));
+        let mut x = b.clone();
+        cholesky_solve(&l, n, x.as_mut_slice(), &mut Vec::new());
+        let reference = a.clone().cholesky().unwrap().solve(&b);
+        assert!((&x - &reference).amax() < 1e-10 * reference.amax(), "{}", (&x - &reference).amax());
+        assert!((&a * &x - &b).amax() < 1e-10);
+        let mut indefinite = a.clone();
+        indefinite[(5, 5)] = -1.0;
+        assert!(!cholesky(&indefinite, &mut l));
+        indefinite[(5, 5)] = f64::NAN;
+        assert!(!cholesky(&indefinite, &mut l));
+    }
 }

@@ -6,7 +6,7 @@
 //! Small angles use Taylor expansions so the maps stay smooth through `t = 0`.
 
 use super::{skew, Se3};
-use nalgebra::{Matrix3, UnitQuaternion, Vector3, Vector6};
+use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3, Vector6};
 
 /// `V(w)` of the SE(3) exponential (the left Jacobian of SO(3)).
 pub fn se3_v(w: &Vector3<f64>) -> Matrix3<f64> {
@@ -46,14 +46,12 @@ pub fn exp6(nu: &Vector6<f64>) -> Se3 {
 /// product of rotations near the identity can have a trace above 3, where the axis-angle of the
 /// matrix itself (`acos((tr R - 1) / 2)`) is NaN; this is finite and 0 there.
 ///
-/// `UnitQuaternion::from_matrix` iterates toward the closest rotation, about 3 % of an MPC
-/// replan's instructions; Shepperd's direct rule (`from_rotation_matrix`) gives the same vector
-/// to 1e-16 for a tenth of the cost, but that rounding difference alone turned the recovery of
-/// `tests/mpc.rs::with_rotor_inertia_relaxed_mpc_steps_to_recover_from_80_n` (no step
-/// sampling, a run on a knife edge) into a fall, so it waits for that test to stand on firmer
-/// ground.
+/// The quaternion comes from Shepperd's branch on the largest of the trace and the diagonal
+/// (Shepperd 1978), which needs `R` orthogonal to rounding only, as every rotation here is:
+/// `UnitQuaternion::from_matrix` iterates toward the closest rotation and cost ten times as
+/// much (3 % of an MPC replan's instructions) for the same vector to 1e-16.
 pub fn log3(r: &Matrix3<f64>) -> Vector3<f64> {
-    UnitQuaternion::from_matrix(r).scaled_axis()
+    UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix_unchecked(*r)).scaled_axis()
 }
 
 /// `log6(M)` as a twist `[v; w]`, with `|w| <= pi`.
@@ -142,7 +140,6 @@ mod tests {
 #[cfg(test)]
 mod log3_tests {
     use super::*;
-    use nalgebra::Rotation3;
 
     /// A product of a rotation and its rounded transpose: not exactly orthogonal, trace just
     /// above 3 in some entries' rounding. The matrix axis-angle is NaN on such input; `log3`
@@ -166,8 +163,7 @@ mod log3_tests {
     }
 
     /// `log3` inverts the exponential about each axis and a skew one, for angles from 1e-9 to
-    /// just below pi (the check for any faster replacement, such as Shepperd's rule, whose
-    /// branches are the trace and each diagonal entry).
+    /// just below pi: every branch of Shepperd's rule (the trace, then each diagonal entry).
     #[test]
     fn log3_inverts_the_exponential_on_every_branch() {
         for axis in [
