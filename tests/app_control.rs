@@ -171,3 +171,31 @@ fn go1_and_solo12_run_cito_and_mpc_from_the_control_window() {
         assert!(end.z > 0.8 * home.z, "{file}: fell to {}", end.z);
     }
 }
+
+/// `--open control --start` on a step scene runs MPC as `contactlab mpc` does: `settle` seconds
+/// under the joint PD without the scene's pull, then MPC takes over and the pull (100 N
+/// sideways, 0.5 s later) fires from that moment, so MPC meets it rather than the PD it
+/// replaced. Before, the app waited for the scheduled pull to pass under the PD, which fell.
+#[test]
+fn start_engages_mpc_before_the_scenes_pull_fires() {
+    use contactlab::app::{ToolWindows, ViewerOptions};
+    let mut app = app("scenes/mpc_step_fast.ron");
+    let pull = app.world().resource::<CurrentScene>().scene.pulls[0];
+    assert!(pull.force.y >= 100.0 && pull.start > 0.0);
+    app.insert_resource(ViewerOptions { open: vec!["control".into()], start: true, ..Default::default() });
+    app.world_mut().resource_mut::<ToolWindows>().control = true;
+    let settle = app.world().resource::<ControlSettings>().mpc.settle;
+    assert!(pull.start + pull.duration < settle, "the old start would have let the PD meet the pull");
+    // Past the scene's own pull time: nothing pushed the stance.
+    run_until(&mut app, settle);
+    let y0 = base(&app).y;
+    assert!(y0.abs() < 0.01, "the base moved {y0} m sideways before MPC took over");
+    run_until(&mut app, settle + 0.1);
+    assert_eq!(app.world().resource::<SimWorker>().driver(), Some(MPC_DRIVER));
+    // The pull fires under MPC, from its engagement.
+    run_until(&mut app, settle + pull.start + pull.duration + 0.1);
+    let y1 = base(&app).y;
+    assert!(y1 - y0 > 0.02, "the pull did not move the base: {y0} -> {y1}");
+    assert_eq!(app.world().resource::<SimWorker>().driver(), Some(MPC_DRIVER));
+    assert!(app.world().resource::<MpcLink>().snapshot().total_cycles >= 50);
+}

@@ -171,15 +171,21 @@ pub(super) fn autostart(
     if *done || !opts.start || !tools.control {
         return;
     }
-    // Both start from a settled stance, as `contactlab cito` and `contactlab mpc` do: `settle`
-    // seconds after the start and after the scene's last scheduled pull (which the scene's own
-    // controller meets).
+    // Both start from a settled stance, as `contactlab cito` and `contactlab mpc` do. MPC as
+    // `contactlab mpc` runs it: `settle` seconds under the scene's controller without the
+    // scene's pulls, then MPC takes over and the pulls fire, timed from that moment (so the
+    // 100 N shove of `scenes/mpc_step.ron` meets MPC, not the joint PD it replaces). CITO
+    // after `settle` and after the scene's last scheduled pull (which its controller meets).
     let mpc = scene.scene.file.mpc.is_some();
     let settle = if mpc { settings.mpc.settle } else { settings.cito.settle };
     let last_pull = scene.scene.pulls.iter().map(|p| p.start + p.duration).fold(0.0, f64::max);
     let now = history.snapshots.back().map_or(0.0, |s| s.t);
-    if now + 1e-9 < settle + last_pull {
+    let ready = if mpc { settle } else { settle + last_pull };
+    if now + 1e-9 < ready {
         if history.snapshots.len() <= 1 {
+            if mpc {
+                commands.push(SimCommand::ClearPulls);
+            }
             commands.push(SimCommand::Play);
         }
         return;
@@ -187,6 +193,9 @@ pub(super) fn autostart(
     *done = true;
     if mpc {
         start_mpc(&settings, &mut link, &mut commands, &mut cito);
+        for &p in &scene.scene.pulls {
+            commands.push(SimCommand::FirePull(p));
+        }
     } else {
         cito.start(displayed_simulation(&scene.scene, &history), settings.cito.clone());
     }
