@@ -5,11 +5,13 @@
 //! after it), judged as `contactlab mpc --pull-sweep` judges a run (`ocp::pull_sweep`):
 //!
 //! ```sh
-//! cargo run --release --no-default-features --example pull_starts -- SCENE OUT_DIR
+//! cargo run --release --no-default-features --example pull_starts -- SCENE OUT_DIR [FIRST_SEED]
 //! ```
 //!
 //! Writes `OUT_DIR/pull_starts.json` (every run) and `pull_starts.md` (recovered runs out of
-//! `N` per controller and force, the table the README quotes).
+//! `N` per controller and force, the table the README quotes). The starts are seeds
+//! `FIRST_SEED..FIRST_SEED + N` (default 0): the README's tables use 0..10, on which settings
+//! were chosen, and 10..20 as fresh starts no choice looked at.
 
 use contactlab::diff::Sensitivity;
 use contactlab::io::write_atomic;
@@ -31,9 +33,19 @@ struct Run {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, scene, out] = &args[..] else {
-        eprintln!("usage: pull_starts SCENE OUT_DIR");
-        std::process::exit(2);
+    let (scene, out, first) = match &args[..] {
+        [_, scene, out] => (scene, out, 0),
+        [_, scene, out, first] => match first.parse::<u64>() {
+            Ok(f) => (scene, out, f),
+            Err(e) => {
+                eprintln!("FIRST_SEED `{first}`: {e}");
+                std::process::exit(2);
+            }
+        },
+        _ => {
+            eprintln!("usage: pull_starts SCENE OUT_DIR [FIRST_SEED]");
+            std::process::exit(2);
+        }
     };
     let s = Scene::load(Path::new(scene)).unwrap_or_else(|e| {
         eprintln!("{e}");
@@ -51,7 +63,7 @@ fn main() {
     let mut initial = s.simulation();
     initial.pulls.clear();
     let mut runs = Vec::new();
-    for seed in 0..STARTS {
+    for seed in first..first + STARTS {
         let start = perturbed(&initial, settings.settle, &StartNoise::default(), seed).expect("the start settles");
         for &force in &FORCES {
             for &c in &controllers {
@@ -70,9 +82,9 @@ fn main() {
         }
     }
     let mut md = format!(
-        "# {}: lateral pulls of 0.3 s from {STARTS} perturbed starts (seeds 0..{}), {} DDP iterations per replan\n\n",
+        "# {}: lateral pulls of 0.3 s from {STARTS} perturbed starts (seeds {first}..{}), {} DDP iterations per replan\n\n",
         s.file.name,
-        STARTS - 1,
+        first + STARTS - 1,
         settings.iterations
     );
     md.push_str("| controller |");
@@ -111,6 +123,7 @@ fn main() {
         "iterations": settings.iterations,
         "forces_n": FORCES,
         "starts": STARTS,
+        "first_seed": first,
         "noise": StartNoise::default(),
         "sweep": sweep,
         "runs": runs,
