@@ -259,12 +259,18 @@ fn the_pull_sweep_tables_are_the_committed_runs() {
 }
 
 /// The rotor-inertia pulls from perturbed starts (`examples/pull_starts.rs`), without and with
-/// step sampling: every controller row of each committed `pull_starts.md` stands in the README,
-/// and the file holds every run.
+/// step sampling (and with it from ten fresh starts): every controller row of each committed
+/// `pull_starts.md` stands in the README, and the file holds every run.
 #[test]
 fn the_pull_starts_tables_are_the_committed_runs() {
     let readme = readme();
-    for dir in ["pull_starts_rotors", "pull_starts_step", "pull_starts_step_fast"] {
+    for dir in [
+        "pull_starts_rotors",
+        "pull_starts_step",
+        "pull_starts_step_fast",
+        "pull_starts_step_fresh",
+        "pull_starts_step_fast_fresh",
+    ] {
         let file = root().join(format!("docs/results/mpc/{dir}/pull_starts.md"));
         let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| MPC ") || l.starts_with("| joint PD ")).collect();
