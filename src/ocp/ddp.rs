@@ -166,6 +166,20 @@ pub struct Info {
     pub unconverged_jacobians: usize,
 }
 
+impl Info {
+    /// A solve's report before its first rollout: no iteration, no cost yet.
+    fn before_start() -> Self {
+        Self {
+            status: Status::MaxIterations,
+            iterations: 0,
+            cost: f64::NAN,
+            history: vec![],
+            fallback_jacobians: 0,
+            unconverged_jacobians: 0,
+        }
+    }
+}
+
 /// The DDP solver with its trajectory and preallocated per-knot data.
 pub struct Ddp {
     pub problem: ShootingProblem,
@@ -315,43 +329,22 @@ impl Ddp {
         cancel: Option<&AtomicBool>,
         observe: &mut dyn FnMut(&IterationInfo),
     ) -> Info {
-        let mut info = Info {
-            status: Status::MaxIterations,
-            iterations: 0,
-            cost: f64::NAN,
-            history: vec![],
-            fallback_jacobians: 0,
-            unconverged_jacobians: 0,
-        };
-        if self.settings.validate().is_err() {
-            info.status = Status::InvalidInput;
-            return info;
-        }
-        if us.is_some_and(|us| !self.set_controls(us)) {
-            info.status = Status::InvalidInput;
-            return info;
+        if self.settings.validate().is_err() || us.is_some_and(|us| !self.set_controls(us)) {
+            return Info { status: Status::InvalidInput, ..Info::before_start() };
         }
         let (ok, cost) = self.initial_rollout();
-        self.iterate(info, ok, cost, cancel, observe)
+        self.iterate(Info::before_start(), ok, cost, cancel, observe)
     }
 
     /// [`Ddp::solve`] from the trajectory [`Ddp::roll_out_cheapest`] kept, which must be the
     /// last call that changed the controls, `x0` or the models (it is not rolled out again).
     pub fn solve_rolled_out(&mut self, cancel: Option<&AtomicBool>) -> Info {
-        let info = Info {
-            status: Status::MaxIterations,
-            iterations: 0,
-            cost: f64::NAN,
-            history: vec![],
-            fallback_jacobians: 0,
-            unconverged_jacobians: 0,
-        };
         if self.settings.validate().is_err() {
-            return Info { status: Status::InvalidInput, ..info };
+            return Info { status: Status::InvalidInput, ..Info::before_start() };
         }
         let ok = self.xs.iter().all(|x| x.iter().all(|v| v.is_finite()));
         let cost = self.cost();
-        self.iterate(info, ok, cost, cancel, &mut |_| {})
+        self.iterate(Info::before_start(), ok, cost, cancel, &mut |_| {})
     }
 
     /// The iterations of a solve whose initial rollout ended `ok` with `cost`.
