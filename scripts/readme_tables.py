@@ -47,7 +47,8 @@ def main():
 
     for name, label in [("pull_sweep", "1 DDP iteration per replan"), ("pull_sweep_3it", "3 DDP iterations per replan"),
                         ("pull_sweep_rotors", "3 DDP iterations per replan, rotor inertia"),
-                        ("pull_sweep_step", "3 DDP iterations per replan, rotor inertia, step sampling")]:
+                        ("pull_sweep_step", "3 DDP iterations per replan, rotor inertia, step sampling"),
+                        ("pull_sweep_step_fast", "3 DDP iterations per replan, rotor inertia, one sampled trot per replan")]:
         md = (res / "mpc" / name / "pull_sweep.md").read_text().splitlines()
         for direction in ["lateral", "forward"]:
             k = md.index(f"## {direction} pulls: recovered? (footfalls)")

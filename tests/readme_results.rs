@@ -239,7 +239,7 @@ fn the_cito_starts_table_is_the_committed_runs() {
 #[test]
 fn the_pull_sweep_tables_are_the_committed_runs() {
     let readme = readme();
-    for dir in ["pull_sweep", "pull_sweep_3it", "pull_sweep_rotors", "pull_sweep_step"] {
+    for dir in ["pull_sweep", "pull_sweep_3it", "pull_sweep_rotors", "pull_sweep_step", "pull_sweep_step_fast"] {
         let file = root().join(format!("docs/results/mpc/{dir}/pull_sweep.md"));
         let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         // The line saying which step statuses ended runs is quoted after the file's name.
