@@ -248,13 +248,19 @@ fn the_pull_sweep_tables_are_the_committed_runs() {
             let quoted = format!("`{dir}`: {line}");
             assert!(readme_words.contains(&quoted), "README lacks `{quoted}`");
         }
-        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| MPC ") || l.starts_with("| joint PD ")).collect();
-        assert_eq!(rows.len(), 8, "{}: 4 controllers x 2 directions", file.display());
-        for row in rows {
-            assert!(readme.lines().any(|l| l == row), "README lacks the row of {}:\n{row}", file.display());
-        }
+        controller_rows_stand_in_readme(&readme, &file, &md, 8, "4 controllers x 2 directions");
         let runs = json(&file.with_file_name("pull_sweep.json"))["runs"].as_array().unwrap().len();
         assert_eq!(runs, 80, "{}: 10 forces x 2 directions x 4 controllers", file.display());
+    }
+}
+
+/// Every controller row (`| MPC ...`, `| joint PD ...`) of the committed table `md` (read from
+/// `file`), `count` of them, stands verbatim as a README line.
+fn controller_rows_stand_in_readme(readme: &str, file: &Path, md: &str, count: usize, what: &str) {
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| MPC ") || l.starts_with("| joint PD ")).collect();
+    assert_eq!(rows.len(), count, "{}: {what}", file.display());
+    for row in rows {
+        assert!(readme.lines().any(|l| l == row), "README lacks the row of {}:\n{row}", file.display());
     }
 }
 
@@ -273,11 +279,7 @@ fn the_pull_starts_tables_are_the_committed_runs() {
     ] {
         let file = root().join(format!("docs/results/mpc/{dir}/pull_starts.md"));
         let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| MPC ") || l.starts_with("| joint PD ")).collect();
-        assert_eq!(rows.len(), 4, "{}: 4 controllers", file.display());
-        for row in rows {
-            assert!(readme.lines().any(|l| l == row), "README lacks the row of {}:\n{row}", file.display());
-        }
+        controller_rows_stand_in_readme(&readme, &file, &md, 4, "4 controllers");
         let runs = json(&file.with_file_name("pull_starts.json"))["runs"].as_array().unwrap().len();
         assert_eq!(runs, 120, "{}: 10 starts x 3 forces x 4 controllers", file.display());
     }

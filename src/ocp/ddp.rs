@@ -238,7 +238,7 @@ impl Ddp {
 
     /// The total cost of the current trajectory (after a rollout or a solve).
     pub fn cost(&self) -> f64 {
-        self.data.iter().map(|d| d.cost).sum::<f64>() + self.terminal_data.cost
+        total_cost(&self.data, &self.terminal_data)
     }
 
     /// Feedback gains of the last backward pass (for MPC between solves).
@@ -271,7 +271,7 @@ impl Ddp {
     pub fn roll_out_cheapest(&mut self, starts: &[&[DVector<f64>]]) -> Option<(usize, f64)> {
         let mut best: Option<(usize, f64)> = None;
         for (j, us) in starts.iter().enumerate() {
-            if us.len() != self.us_try.len() || us.iter().zip(&self.us_try).any(|(a, b)| a.len() != b.len()) {
+            if !self.fits(us) {
                 continue;
             }
             for ((d, s), m) in self.us_try.iter_mut().zip(us.iter()).zip(&self.problem.running) {
@@ -281,7 +281,7 @@ impl Ddp {
             if !rollout(&self.problem, &self.us_try, &mut self.xs_try, &mut self.try_data, &mut self.try_terminal) {
                 continue;
             }
-            let cost = self.try_data.iter().map(|d| d.cost).sum::<f64>() + self.try_terminal.cost;
+            let cost = total_cost(&self.try_data, &self.try_terminal);
             if cost.is_finite() && best.is_none_or(|(_, c)| cost < c) {
                 std::mem::swap(&mut self.xs, &mut self.xs_try);
                 std::mem::swap(&mut self.us, &mut self.us_try);
@@ -293,10 +293,15 @@ impl Ddp {
         best
     }
 
+    /// Whether `us` has the problem's shape: one control per knot, each of the knot's size.
+    fn fits(&self, us: &[DVector<f64>]) -> bool {
+        us.len() == self.us.len() && us.iter().zip(&self.us).all(|(a, b)| a.len() == b.len())
+    }
+
     /// Copies `us` into the current controls; `false` (and nothing copied) if their shapes are
     /// not the problem's.
     fn set_controls(&mut self, us: &[DVector<f64>]) -> bool {
-        if us.len() != self.us.len() || us.iter().zip(&self.us).any(|(a, b)| a.len() != b.len()) {
+        if !self.fits(us) {
             return false;
         }
         for (d, s) in self.us.iter_mut().zip(us) {
@@ -689,6 +694,11 @@ fn cholesky_solve(l: &[f64], n: usize, b: &mut [f64], rows: &mut Vec<f64>) {
             *x = rows[i * m + c];
         }
     }
+}
+
+/// The cost of a rollout: its knots' costs and the terminal one.
+fn total_cost(data: &[ActionData], terminal: &ActionData) -> f64 {
+    data.iter().map(|d| d.cost).sum::<f64>() + terminal.cost
 }
 
 fn clamp(m: &dyn ActionModel, u: &mut DVector<f64>) {

@@ -452,7 +452,7 @@ impl ContactSolver {
     /// Whether `lambda` and `w` are finite.
     pub(super) fn iterate_finite(&self) -> bool {
         let n = 3 * self.k;
-        self.lam[..n].iter().chain(&self.w[..n]).all(|x| x.is_finite())
+        crate::linalg::all_finite(&self.lam[..n]) && crate::linalg::all_finite(&self.w[..n])
     }
 
     pub(super) fn lam_inf(&self) -> f64 {
