@@ -169,7 +169,8 @@ pub fn write_comparison(scene: &Scene, rows: &[CitoSummary], dir: &Path) -> Resu
 }
 
 /// Runs the scene's MPC in closed loop and writes `summary.json`, `cycles.csv` (per replan:
-/// time, status, iterations, cost, solve time, base error) and `trace.csv` (per simulator step:
+/// time, status, iterations, cost, solve time, base error, kept plan, sampled start,
+/// line-search trials) and `trace.csv` (per simulator step:
 /// time, base position, base error, then the state `q`, `v` in `simulate`'s column names, so
 /// the app opens it as a replay) into `dir`.
 pub fn run_mpc(scene: &Scene, settings: &MpcSettings, dir: Option<&Path>) -> Result<MpcReport> {
@@ -189,13 +190,15 @@ pub fn run_mpc(scene: &Scene, settings: &MpcSettings, dir: Option<&Path>) -> Res
     })?;
     if let Some(dir) = dir {
         std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-        let mut cy = String::from("t,status,iterations,cost,solve_ms,base_error_m,kept_previous,sampled_start\n");
+        let mut cy = String::from(
+            "t,status,iterations,cost,solve_ms,base_error_m,kept_previous,sampled_start,line_search_trials\n",
+        );
         for c in &r.cycles {
             let sampled = c.sampled_start.map(|i| i.to_string()).unwrap_or_default();
             let _ = writeln!(
                 cy,
-                "{},{:?},{},{},{},{},{},{sampled}",
-                c.t, c.status, c.iterations, c.cost, c.solve_ms, c.base_error_m, c.kept_previous
+                "{},{:?},{},{},{},{},{},{sampled},{}",
+                c.t, c.status, c.iterations, c.cost, c.solve_ms, c.base_error_m, c.kept_previous, c.line_search_trials
             );
         }
         write_atomic(&dir.join("cycles.csv"), cy.as_bytes())?;
@@ -522,8 +525,15 @@ pub fn mpc(
         s.stepped
     );
     println!(
-        "solve: median {:.2} ms, p95 {:.2} ms, max {:.2} ms; {:.2}x real time",
-        s.solve_ms_median, s.solve_ms_p95, s.solve_ms_max, s.realtime_factor
+        "solve: median {:.2} ms, p95 {:.2} ms, max {:.2} ms; {:.2}x real time; line-search trials per replan: \
+         median {}, p95 {}, max {}",
+        s.solve_ms_median,
+        s.solve_ms_p95,
+        s.solve_ms_max,
+        s.realtime_factor,
+        s.line_search_trials_median,
+        s.line_search_trials_p95,
+        s.line_search_trials_max
     );
     if let Some(o) = out {
         println!("wrote {}/summary.json, cycles.csv, trace.csv", o.display());

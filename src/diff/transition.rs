@@ -83,7 +83,7 @@ use crate::dynamics::rnea_derivatives::{rnea_derivatives_with_forces, PointForce
 use crate::model::configuration::integrate_jacobians;
 use crate::model::{Data, Model};
 use crate::sim::step::{step, StepInfo, StepSettings, StepWorkspace};
-use nalgebra::{DMatrix, DVector, Vector3};
+use nalgebra::{DMatrix, DVector, Dyn, Vector3};
 
 pub use super::sensitivity::Sensitivity;
 
@@ -127,9 +127,12 @@ pub struct TransitionWorkspace {
     a_star: DVector<f64>,
     /// Contact forces at the sphere centres (up to k).
     forces: Vec<PointForce>,
-    /// `d v+` for the columns `[dq, dv, du]` (nv x (2nv + nu)); first holds the right-hand side.
+    /// `d v+` for the columns `[dq, dv, du, ds]`, first the right-hand side, **stored
+    /// transposed** ((2nv + nu + 1) x nv: column `r` holds row `r`), so that the row
+    /// operations of the triangular solves and of `J^T dlambda` run over contiguous memory.
     dv: DMatrix<f64>,
-    /// `dw_fixed`, then `dlambda` (3k x (2nv + nu), first `3 ka` rows used).
+    /// `dw_fixed`, then `dlambda`, transposed like `dv` ((2nv + nu + 1) x 3k, first `3 ka`
+    /// columns used).
     dw: DMatrix<f64>,
     /// `R_lambda + R_w G` (3k x 3k, top-left `3 ka` block used).
     kmat: DMatrix<f64>,
@@ -147,10 +150,9 @@ pub struct TransitionWorkspace {
     d_ddq: DMatrix<f64>,
     /// Scratch (nv).
     col: DVector<f64>,
-    /// One column of `Y` gathered on a contact's chain (nv), and three interleaved (3 nv).
-    chain_y: Vec<f64>,
-    chain_y3: Vec<f64>,
-    /// `dw_fixed` kept while `dw` is overwritten (3k x (2nv + nu)).
+    /// The second of the two partial sums of a row of `Y^T z` (2nv + nu + 1).
+    partial: Vec<f64>,
+    /// `dw_fixed` kept while `dw` is overwritten (transposed like `dw`).
     dw_fixed: DMatrix<f64>,
     /// Forward modes of the active contacts (k).
     modes: Vec<ContactMode>,
@@ -168,8 +170,16 @@ impl TransitionWorkspace {
     /// `d lambda / d (dq, dv, du)` of the last call that returned `Ok` with `ka` contacts in
     /// the problem: `3 ka x (2nv + nu)`, three rows `(n, t1, t2)` per active contact in the
     /// order of the step workspace's `contacts.active`.
-    pub fn dlambda(&self, ka: usize, nv: usize, nu: usize) -> nalgebra::DMatrixView<'_, f64> {
-        self.dw.view((0, 0), (3 * ka, 2 * nv + nu))
+    pub fn dlambda(&self, ka: usize, nv: usize, nu: usize) -> nalgebra::DMatrixView<'_, f64, Dyn, Dyn> {
+        // `dw` holds the transpose: (r, c) is at `c + r * rows`.
+        let rows = self.dw.nrows();
+        nalgebra::DMatrixView::from_slice_with_strides(
+            &self.dw.as_slice()[..3 * ka * rows],
+            3 * ka,
+            2 * nv + nu,
+            rows,
+            1,
+        )
     }
 
     pub fn new(model: &Model) -> Self {
@@ -181,8 +191,8 @@ impl TransitionWorkspace {
             v_next: DVector::zeros(nv),
             a_star: DVector::zeros(nv),
             forces: Vec::with_capacity(k + model.nbodies() + 16),
-            dv: DMatrix::zeros(nv, ncols),
-            dw: DMatrix::zeros(3 * k, ncols),
+            dv: DMatrix::zeros(ncols, nv),
+            dw: DMatrix::zeros(ncols, 3 * k),
             kmat: DMatrix::zeros(3 * k, 3 * k),
             klu: vec![0.0; 9 * k * k],
             pivots: vec![0; 3 * k],
@@ -192,9 +202,8 @@ impl TransitionWorkspace {
             d_dq: DMatrix::zeros(nv, nv),
             d_ddq: DMatrix::zeros(nv, nv),
             col: DVector::zeros(nv),
-            chain_y: vec![0.0; nv],
-            chain_y3: vec![0.0; 3 * nv],
-            dw_fixed: DMatrix::zeros(3 * k, ncols),
+            partial: vec![0.0; ncols],
+            dw_fixed: DMatrix::zeros(ncols, 3 * k),
             modes: vec![ContactMode::Separated; k],
             signorini: SignoriniSolver::new(k.max(1)),
             central: ContactSolver::new(k.max(1)),
@@ -325,53 +334,51 @@ pub fn transition_jacobians_after_step(
     // Right-hand side -(h dtau/dq | h dtau/dv - M~ | -h S), then z = L^-T rhs (M~ = L^T L):
     // dv+_fixed = L^-1 z, dw_fixed = J dv+_fixed + .. = Y^T z + .. with Y = L^-T J^T, and
     // dv+ = L^-1 (z + Y dlambda), two half solves per column instead of three.
+    // (`tw.dv` is stored transposed: `tw.dv[(c, r)]` is entry (r, c).)
     let m = &ws.data.mass_matrix;
     for c in 0..nv {
         for r in 0..nv {
-            tw.dv[(r, c)] = -h * tw.data.dtau_dq[(r, c)];
-            tw.dv[(r, nv + c)] = m[(r, c)] - h * tw.data.dtau_dv[(r, c)];
+            tw.dv[(c, r)] = -h * tw.data.dtau_dq[(r, c)];
+            tw.dv[(nv + c, r)] = m[(r, c)] - h * tw.data.dtau_dv[(r, c)];
         }
-        tw.dv[(c, nv + c)] += ws.mass_shift[c];
+        tw.dv[(nv + c, c)] += ws.mass_shift[c];
     }
     for c in 0..nu {
-        tw.dv.column_mut(2 * nv + c).fill(0.0);
-        tw.dv[(model.actuated_dofs[c], 2 * nv + c)] = h;
-    }
-    match direction {
-        Some(e) => {
-            for r in 0..nv {
-                tw.dv[(r, ncols - 1)] = h * e[r];
-            }
+        for r in 0..nv {
+            tw.dv[(2 * nv + c, r)] = 0.0;
         }
-        None => tw.dv.column_mut(ncols - 1).fill(0.0),
+        tw.dv[(2 * nv + c, model.actuated_dofs[c])] = h;
+    }
+    for r in 0..nv {
+        tw.dv[(ncols - 1, r)] = direction.map_or(0.0, |e| h * e[r]);
     }
     ltl::solve_lt_multi(&ws.data.mass_ltl, &model.dof_parent, tw.dv.as_mut_slice(), ncols);
 
     if n > 0 {
         // dw_fixed = Y^T z + [dw/dq | 0 | 0]; column r of Y lives on contact r/3's chain.
+        // Row r of dw is the combination of z's rows on contact r/3's chain with the chain's
+        // entries of Y's column r: contiguous passes over all columns at once. The chain's
+        // entries alternate between two partial sums (as a dot product with two accumulators
+        // would; the chain is short and one sum would be a dependent chain per column).
         let y = ws.lt_inv_jt.as_slice();
-        let (z, rows) = (tw.dv.as_slice(), tw.dw.nrows());
+        let z = tw.dv.as_slice();
         let dw = tw.dw.as_mut_slice();
+        let a1 = &mut tw.partial[..ncols];
         for r in 0..n {
             let chain = &ws.contacts.dofs[ws.contacts.active[r / 3]];
             let yr = &y[r * nv..(r + 1) * nv];
-            for (slot, &d) in tw.chain_y.iter_mut().zip(chain) {
-                *slot = yr[d];
+            let a0 = &mut dw[r * ncols..(r + 1) * ncols];
+            a0.fill(0.0);
+            a1.fill(0.0);
+            for (p, &d) in chain.iter().enumerate() {
+                let (acc, yd, zd) =
+                    (if p % 2 == 0 { &mut *a0 } else { &mut *a1 }, yr[d], &z[d * ncols..(d + 1) * ncols]);
+                for (a, &zv) in acc.iter_mut().zip(zd) {
+                    *a += yd * zv;
+                }
             }
-            let yc = &tw.chain_y[..chain.len()];
-            for c in 0..ncols {
-                let zc = &z[c * nv..(c + 1) * nv];
-                // Two accumulators: the chain is short and one would be a dependent sum.
-                let (mut a0, mut a1) = (0.0, 0.0);
-                let mut it = chain.chunks_exact(2).zip(yc.chunks_exact(2));
-                for (d, yv) in &mut it {
-                    a0 += yv[0] * zc[d[0]];
-                    a1 += yv[1] * zc[d[1]];
-                }
-                if chain.len() % 2 == 1 {
-                    a0 += yc[chain.len() - 1] * zc[chain[chain.len() - 1]];
-                }
-                dw[r + c * rows] = a0 + a1;
+            for (a, &b) in a0.iter_mut().zip(a1.iter()) {
+                *a += b;
             }
         }
         for (c, &i) in ws.contacts.active.iter().enumerate() {
@@ -389,14 +396,14 @@ pub fn transition_jacobians_after_step(
                     if r == 0 {
                         d += ws.contacts.jac[(row, j)] / h;
                     }
-                    tw.dw[(row, j)] += d;
+                    tw.dw[(j, row)] += d;
                 }
             }
         }
 
         // The contact law's linearization R_lambda dlambda + R_w dw = 0 at the point the
         // sensitivity asks for, then (R_lambda + R_w G) dlambda = -R_w dw_fixed.
-        tw.dw_fixed.rows_mut(0, n).copy_from(&tw.dw.rows(0, n));
+        tw.dw_fixed.columns_mut(0, n).copy_from(&tw.dw.columns(0, n));
         for (c, &i) in ws.contacts.active.iter().enumerate() {
             tw.modes[c] = ws.modes[i];
         }
@@ -482,9 +489,9 @@ pub fn transition_jacobians_after_step(
                         }
                         tw.kmat[(r, r)] += shift * diag;
                     }
-                    for c in 0..ncols {
-                        for r in 0..n {
-                            tw.dw[(r, c)] = -tw.dw_fixed[(r, c)];
+                    for r in 0..n {
+                        for c in 0..ncols {
+                            tw.dw[(c, r)] = -tw.dw_fixed[(c, r)];
                         }
                     }
                 }
@@ -505,21 +512,19 @@ pub fn transition_jacobians_after_step(
         // entry of z is loaded and stored once per contact rather than once per row.
         let y = ws.lt_inv_jt.as_slice();
         let z = tw.dv.as_mut_slice();
-        let (dws, rows) = (tw.dw.as_slice(), tw.dw.nrows());
+        let dl = tw.dw.as_slice();
         for a in 0..ka {
             let chain = &ws.contacts.dofs[ws.contacts.active[a]];
             let r0 = 3 * a;
-            for (slot, &d) in tw.chain_y3.chunks_exact_mut(3).zip(chain) {
-                slot[0] = y[r0 * nv + d];
-                slot[1] = y[(r0 + 1) * nv + d];
-                slot[2] = y[(r0 + 2) * nv + d];
-            }
-            let yc = &tw.chain_y3[..3 * chain.len()];
-            for c in 0..ncols {
-                let (l0, l1, l2) = (dws[r0 + c * rows], dws[r0 + 1 + c * rows], dws[r0 + 2 + c * rows]);
-                let zc = &mut z[c * nv..(c + 1) * nv];
-                for (yv, &d) in yc.chunks_exact(3).zip(chain) {
-                    zc[d] += yv[0] * l0 + yv[1] * l1 + yv[2] * l2;
+            let (l0, l1, l2) = (
+                &dl[r0 * ncols..(r0 + 1) * ncols],
+                &dl[(r0 + 1) * ncols..(r0 + 2) * ncols],
+                &dl[(r0 + 2) * ncols..(r0 + 3) * ncols],
+            );
+            for &d in chain {
+                let (y0, y1, y2) = (y[r0 * nv + d], y[(r0 + 1) * nv + d], y[(r0 + 2) * nv + d]);
+                for (c, zv) in z[d * ncols..(d + 1) * ncols].iter_mut().enumerate() {
+                    *zv += y0 * l0[c] + y1 * l1[c] + y2 * l2[c];
                 }
             }
         }
@@ -540,31 +545,41 @@ pub fn transition_jacobians_after_step(
             let blk = tw.d_ddq[(iv, iv)];
             let row = |x: f64| if x != 0.0 { (h * x) * blk } else { 0.0 };
             for c in 0..2 * nv {
-                a[(iv, c)] = row(tw.dv[(iv, c)]);
+                a[(iv, c)] = row(tw.dv[(c, iv)]);
             }
             for c in 0..nu {
-                b[(iv, c)] = row(tw.dv[(iv, 2 * nv + c)]);
+                b[(iv, c)] = row(tw.dv[(2 * nv + c, iv)]);
             }
             a[(iv, iv)] += tw.d_dq[(iv, iv)];
             continue;
         }
         let blk = tw.d_ddq.view((iv, iv), (w, w));
-        crate::linalg::gemm_into(h, blk, tw.dv.view((iv, 0), (w, 2 * nv)), a.view_mut((iv, 0), (w, 2 * nv)));
-        crate::linalg::gemm_into(h, blk, tw.dv.view((iv, 2 * nv), (w, nu)), b.view_mut((iv, 0), (w, nu)));
+        block_times_rows(h, blk, &tw.dv, iv, 0, a.view_mut((iv, 0), (w, 2 * nv)));
+        block_times_rows(h, blk, &tw.dv, iv, 2 * nv, b.view_mut((iv, 0), (w, nu)));
         let mut a_qq = a.view_mut((iv, iv), (w, w));
         a_qq += tw.d_dq.view((iv, iv), (w, w));
     }
-    a.view_mut((nv, 0), (nv, 2 * nv)).copy_from(&tw.dv.columns(0, 2 * nv));
-    b.view_mut((nv, 0), (nv, nu)).copy_from(&tw.dv.columns(2 * nv, nu));
+    for c in 0..2 * nv {
+        for r in 0..nv {
+            a[(nv + r, c)] = tw.dv[(c, r)];
+        }
+    }
+    for c in 0..nu {
+        for r in 0..nv {
+            b[(nv + r, c)] = tw.dv[(2 * nv + c, r)];
+        }
+    }
     if let Some(c) = c_out {
         for j in &model.joints {
             let (iv, w) = (j.idx_v, j.nv());
             let blk = tw.d_ddq.view((iv, iv), (w, w));
             for r in 0..w {
-                c[iv + r] = h * (0..w).map(|k| blk[(r, k)] * tw.dv[(iv + k, ncols - 1)]).sum::<f64>();
+                c[iv + r] = h * (0..w).map(|k| blk[(r, k)] * tw.dv[(ncols - 1, iv + k)]).sum::<f64>();
             }
         }
-        c.rows_mut(nv, nv).copy_from(&tw.dv.column(ncols - 1));
+        for r in 0..nv {
+            c[nv + r] = tw.dv[(ncols - 1, r)];
+        }
     }
     info
 }
@@ -599,7 +614,7 @@ fn assemble_modes(
     shift: f64,
 ) {
     let n = lam.len();
-    let ncols = dw.ncols();
+    let ncols = dw.nrows();
     let diag = (0..n).map(|j| g[(j, j)]).fold(0.0f64, f64::max);
     for (c, &mode) in modes.iter().enumerate() {
         let r0 = 3 * c;
@@ -613,18 +628,18 @@ fn assemble_modes(
             }
             kmat[(r0, r0)] += scale * wn;
             for j in 0..ncols {
-                dw[(r0, j)] = -scale * gam * dw_fixed[(r0, j)];
+                dw[(j, r0)] = -scale * gam * dw_fixed[(j, r0)];
             }
         } else if mode == ContactMode::Separated {
             kmat.row_mut(r0).columns_mut(0, n).fill(0.0);
             kmat[(r0, r0)] = 1.0;
-            dw.row_mut(r0).fill(0.0);
+            dw.column_mut(r0).fill(0.0);
         } else {
             for j in 0..n {
                 kmat[(r0, j)] = g[(r0, j)];
             }
             for j in 0..ncols {
-                dw[(r0, j)] = -dw_fixed[(r0, j)];
+                dw[(j, r0)] = -dw_fixed[(j, r0)];
             }
         }
         // Tangential rows: rl dlambda_i + rw (G_t dlambda + dw_fixed_t) = 0.
@@ -639,7 +654,7 @@ fn assemble_modes(
                 kmat[(r, r0 + jj)] += x;
             }
             for j in 0..ncols {
-                dw[(r, j)] = -(p * dw_fixed[(r0 + 1, j)] + q * dw_fixed[(r0 + 2, j)]);
+                dw[(j, r)] = -(p * dw_fixed[(j, r0 + 1)] + q * dw_fixed[(j, r0 + 2)]);
             }
         }
         if shift > 0.0 {
@@ -656,12 +671,12 @@ fn contact_force(ws: &StepWorkspace, c: usize, i: usize) -> Vector3<f64> {
     ws.contacts.normal[i] * l[3 * c] + ws.contacts.t1[i] * l[3 * c + 1] + ws.contacts.t2[i] * l[3 * c + 2]
 }
 
-/// Solves `K X = B` for the top-left `n x n` block of `k` and the first `n` rows of `b` (all
-/// columns), writing `X` to the first `n` rows of `out`: the block is copied into the row-major
-/// `lu` (at least `n^2`) and factored there with partial pivoting, the explicit inverse goes into
-/// `inv` (n right-hand sides), then one dense product. For `n` = 12 and 49 columns the product
-/// (contiguous columns of length n) is several times cheaper than eliminating on the strided rows
-/// of `b`. Allocation-free; `false` if singular.
+/// Solves `K X = B` for the top-left `n x n` block of `k`, with `B` and `X` stored transposed
+/// (the first `n` columns of `b` and `out` hold the rows of `B` and `X`): the block is copied
+/// into the row-major `lu` (at least `n^2`) and factored there with partial pivoting, the
+/// explicit inverse goes into `inv` (n right-hand sides), then one dense product, each row of
+/// `X` a combination of the rows of `B` (contiguous passes over all 49 columns of the
+/// quadruped). Allocation-free; `false` if singular.
 fn solve_by_inverse(
     k: &DMatrix<f64>,
     n: usize,
@@ -692,6 +707,47 @@ fn solve_by_inverse(
         x[c] = 1.0;
         crate::linalg::lu_solve(lu, n, &piv[..n], x);
     }
-    crate::linalg::gemm_into(1.0, inv.view((0, 0), (n, n)), b.rows(0, n), out.rows_mut(0, n));
+    // Row r of X = sum_k inv_rk (row k of B), accumulated in the order of k.
+    let cols = b.nrows();
+    let (bs, os) = (b.as_slice(), out.as_mut_slice());
+    for r in 0..n {
+        let o = &mut os[r * cols..(r + 1) * cols];
+        o.fill(0.0);
+        for k in 0..n {
+            let v = inv[(r, k)];
+            for (x, &bv) in o.iter_mut().zip(&bs[k * cols..(k + 1) * cols]) {
+                *x += bv * v;
+            }
+        }
+    }
     true
+}
+
+/// `out = alpha * blk * R` for the `w x w` block `blk` and the rows `row0..row0 + w` of the
+/// matrix `R` stored transposed in `rt` (row `row0 + k` of `R` is column `row0 + k` of `rt`),
+/// restricted to `R`'s columns `col0..col0 + out.ncols()`. Entries are summed as
+/// [`crate::linalg::gemm_into`] sums them (zeros of `R` skipped).
+fn block_times_rows(
+    alpha: f64,
+    blk: nalgebra::DMatrixView<'_, f64>,
+    rt: &DMatrix<f64>,
+    row0: usize,
+    col0: usize,
+    mut out: nalgebra::DMatrixViewMut<'_, f64>,
+) {
+    let w = blk.nrows();
+    for c in 0..out.ncols() {
+        for r in 0..w {
+            out[(r, c)] = 0.0;
+        }
+        for k in 0..w {
+            let rkc = rt[(col0 + c, row0 + k)];
+            if rkc != 0.0 {
+                let s = alpha * rkc;
+                for r in 0..w {
+                    out[(r, c)] += s * blk[(r, k)];
+                }
+            }
+        }
+    }
 }

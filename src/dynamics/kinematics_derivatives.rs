@@ -105,14 +105,79 @@ pub fn jt_force_derivative(
     out: &mut DMatrix<f64>,
 ) {
     assert_eq!(out.shape(), (model.nv, model.nv), "jt_force_derivative: out must be nv x nv");
+    // Each pair (k, j) of the chain's DoFs needs both columns: compute them once.
+    let mut cols = [ChainColumn::default(); CHAIN_CAPACITY];
+    let Some(n) = chain_columns(model, o_m_i, body, Some(p_world), &mut cols) else {
+        return jt_force_derivative_long_chain(model, o_m_i, body, p_world, f_world, out);
+    };
+    let cols = &cols[..n];
+    for k in cols {
+        // f . (w_j x u_k) = w_j . (u_k x f) for every j with j ⪯ k.
+        let uk_x_f = k.u.cross(f_world);
+        // f . (w_k x u_j) = u_j . (f x w_k) for every j with k ≺ j.
+        let f_x_wk = f_world.cross(&k.w);
+        for j in cols {
+            let val = if j.pos <= k.pos { j.w.dot(&uk_x_f) } else { j.u.dot(&f_x_wk) };
+            out[(k.dof, j.dof)] += val;
+        }
+    }
+}
+
+/// The columns of one DoF of a chain: its joint's position on the chain, the DoF, its world
+/// angular axis `w` and the linear velocity `u` it gives a point (zero if none was asked).
+#[derive(Clone, Copy, Default)]
+struct ChainColumn {
+    pos: usize,
+    dof: usize,
+    w: Vector3<f64>,
+    u: Vector3<f64>,
+}
+
+/// DoFs on one root-to-body chain that the derivatives below cache on the stack; a longer chain
+/// takes the uncached path.
+const CHAIN_CAPACITY: usize = 48;
+
+/// Fills `cols` with the columns of the chain root..`body` (root first) and returns their
+/// number, or `None` if there are more than `cols` holds.
+fn chain_columns(
+    model: &Model,
+    o_m_i: &[Se3],
+    body: usize,
+    p_world: Option<&Vector3<f64>>,
+    cols: &mut [ChainColumn],
+) -> Option<usize> {
+    let mut n = 0;
+    for (pos, &b) in model.supports[body].iter().enumerate() {
+        let j = &model.joints[b];
+        for c in 0..j.nv() {
+            let slot = cols.get_mut(n)?;
+            let (w, u) = match p_world {
+                Some(p) => point_column(model, o_m_i, b, c, p),
+                None => (angular_column(model, o_m_i, b, c), Vector3::zeros()),
+            };
+            *slot = ChainColumn { pos, dof: j.idx_v + c, w, u };
+            n += 1;
+        }
+    }
+    Some(n)
+}
+
+/// [`jt_force_derivative`] recomputing the columns of each pair (chains over
+/// [`CHAIN_CAPACITY`] DoFs).
+fn jt_force_derivative_long_chain(
+    model: &Model,
+    o_m_i: &[Se3],
+    body: usize,
+    p_world: &Vector3<f64>,
+    f_world: &Vector3<f64>,
+    out: &mut DMatrix<f64>,
+) {
     let chain = &model.supports[body];
     for (pos_k, &bk) in chain.iter().enumerate() {
         let jk = &model.joints[bk];
         for ck in 0..jk.nv() {
             let (wk, uk) = point_column(model, o_m_i, bk, ck, p_world);
-            // f . (w_j x u_k) = w_j . (u_k x f) for every j with j ⪯ k.
             let uk_x_f = uk.cross(f_world);
-            // f . (w_k x u_j) = u_j . (f x w_k) for every j with k ≺ j.
             let f_x_wk = f_world.cross(&wk);
             for (pos_j, &bj) in chain.iter().enumerate() {
                 let jj = &model.joints[bj];
@@ -191,18 +256,29 @@ pub fn jt_torque_derivative(
     out: &mut DMatrix<f64>,
 ) {
     assert_eq!(out.shape(), (model.nv, model.nv), "jt_torque_derivative: out must be nv x nv");
-    let chain = &model.supports[body];
-    for (pos_k, &bk) in chain.iter().enumerate() {
-        let jk = &model.joints[bk];
-        for ck in 0..jk.nv() {
-            // tau . (w_j x w_k) = w_j . (w_k x tau).
-            let wk_x_tau = angular_column(model, o_m_i, bk, ck).cross(tau_world);
-            for &bj in &chain[..=pos_k] {
-                let jj = &model.joints[bj];
-                for cj in 0..jj.nv() {
-                    out[(jk.idx_v + ck, jj.idx_v + cj)] += angular_column(model, o_m_i, bj, cj).dot(&wk_x_tau);
+    let mut cols = [ChainColumn::default(); CHAIN_CAPACITY];
+    let Some(n) = chain_columns(model, o_m_i, body, None, &mut cols) else {
+        let chain = &model.supports[body];
+        for (pos_k, &bk) in chain.iter().enumerate() {
+            let jk = &model.joints[bk];
+            for ck in 0..jk.nv() {
+                let wk_x_tau = angular_column(model, o_m_i, bk, ck).cross(tau_world);
+                for &bj in &chain[..=pos_k] {
+                    let jj = &model.joints[bj];
+                    for cj in 0..jj.nv() {
+                        out[(jk.idx_v + ck, jj.idx_v + cj)] += angular_column(model, o_m_i, bj, cj).dot(&wk_x_tau);
+                    }
                 }
             }
+        }
+        return;
+    };
+    let cols = &cols[..n];
+    for k in cols {
+        // tau . (w_j x w_k) = w_j . (w_k x tau), for every j with j ⪯ k.
+        let wk_x_tau = k.w.cross(tau_world);
+        for j in cols.iter().take_while(|j| j.pos <= k.pos) {
+            out[(k.dof, j.dof)] += j.w.dot(&wk_x_tau);
         }
     }
 }

@@ -124,49 +124,57 @@ pub fn solve_l(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
     }
 }
 
-/// `X <- L^-T X` for every column of the column-major `n x m` matrix `x`. The row operations
-/// run across all columns at once: one right-hand side is a chain of dependent updates (latency
-/// bound), `m` of them are independent (throughput bound), several times faster per column.
+/// `X <- L^-T X` for every column of the `n x m` matrix `X` stored **by rows** (`x[i * m + c]`
+/// is `X_ic`). The row operations run across all columns at once: one right-hand side is a
+/// chain of dependent updates (latency bound), `m` of them are independent, and with the rows
+/// contiguous each update `X_j -= L_ij X_i` is one vectorized pass over `m` numbers (a
+/// column-major `X` would make it a strided gather). Every entry sees the operations of
+/// [`solve_lt`] in the same order (with the division taken as a product by `1 / L_ii`).
 pub fn solve_lt_multi(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usize) {
     let n = l.nrows();
     let s = l.as_slice();
+    check(l, parent);
     assert_eq!(x.len(), n * m, "solve_lt_multi: x must be n x m");
     for i in (0..n).rev() {
         let inv = 1.0 / s[i + i * n];
-        // `i < n` and `j < n` are known to the optimizer through the chunk length, so the
-        // column loops carry no bounds checks.
-        for col in x.chunks_exact_mut(n) {
-            col[i] *= inv;
+        // A parent precedes its child (`check`), so row `i` is after every row it updates.
+        let (before, rest) = x.split_at_mut(i * m);
+        let xi = &mut rest[..m];
+        for v in xi.iter_mut() {
+            *v *= inv;
         }
         let mut j = parent[i];
         while j != NONE {
             let lij = s[i + j * n];
-            for col in x.chunks_exact_mut(n) {
-                col[j] -= lij * col[i];
+            for (a, &b) in before[j * m..(j + 1) * m].iter_mut().zip(xi.iter()) {
+                *a -= lij * b;
             }
             j = parent[j];
         }
     }
 }
 
-/// `X <- L^-1 X` for every column of the column-major `n x m` matrix `x` (see
+/// `X <- L^-1 X` for every column of the `n x m` matrix `X` stored by rows (see
 /// [`solve_lt_multi`]).
 pub fn solve_l_multi(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usize) {
     let n = l.nrows();
     let s = l.as_slice();
+    check(l, parent);
     assert_eq!(x.len(), n * m, "solve_l_multi: x must be n x m");
     for i in 0..n {
+        let (before, rest) = x.split_at_mut(i * m);
+        let xi = &mut rest[..m];
         let mut j = parent[i];
         while j != NONE {
             let lij = s[i + j * n];
-            for col in x.chunks_exact_mut(n) {
-                col[i] -= lij * col[j];
+            for (a, &b) in xi.iter_mut().zip(before[j * m..(j + 1) * m].iter()) {
+                *a -= lij * b;
             }
             j = parent[j];
         }
         let inv = 1.0 / s[i + i * n];
-        for col in x.chunks_exact_mut(n) {
-            col[i] *= inv;
+        for v in xi.iter_mut() {
+            *v *= inv;
         }
     }
 }
@@ -202,14 +210,15 @@ mod tests {
         solve(&l, &model.dof_parent, x.as_mut_slice());
         assert!((&a * &x - &b).norm() < 1e-10 * b.norm());
         // Several right-hand sides at once agree with one at a time.
-        let bm = DMatrix::from_fn(model.nv, 3, |i, c| ((i + 5 * c) as f64 * 0.3).sin());
+        // (Stored by rows: the n x 3 matrix is the column-major 3 x n one.)
+        let bm = DMatrix::from_fn(3, model.nv, |c, i| ((i + 5 * c) as f64 * 0.3).sin());
         let mut xm = bm.clone();
         solve_lt_multi(&l, &model.dof_parent, xm.as_mut_slice(), 3);
         solve_l_multi(&l, &model.dof_parent, xm.as_mut_slice(), 3);
         for c in 0..3 {
-            let mut xc = bm.column(c).clone_owned();
+            let mut xc = bm.row(c).transpose();
             solve(&l, &model.dof_parent, xc.as_mut_slice());
-            assert!((xm.column(c) - &xc).norm() < 1e-12 * xc.norm());
+            assert!((xm.row(c).transpose() - &xc).norm() < 1e-12 * xc.norm());
         }
         // On a chain (the dofs of the front-left leg and the base) the chain solve agrees.
         let foot = model.body_index("FL_calf").unwrap();

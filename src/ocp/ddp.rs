@@ -164,6 +164,11 @@ pub struct Info {
     pub fallback_jacobians: usize,
     #[serde(default)]
     pub unconverged_jacobians: usize,
+    /// Forward passes of the line searches (each a rollout of the horizon; the initial
+    /// rollout is not one): the number of iterations when every full step is accepted, more
+    /// when steps are cut or rejected.
+    #[serde(default)]
+    pub line_search_trials: usize,
 }
 
 impl Info {
@@ -176,6 +181,7 @@ impl Info {
             history: vec![],
             fallback_jacobians: 0,
             unconverged_jacobians: 0,
+            line_search_trials: 0,
         }
     }
 }
@@ -411,6 +417,7 @@ impl Ddp {
             while alpha >= self.settings.alpha_min {
                 let expected = -(alpha * self.d1 + 0.5 * alpha * alpha * self.d2);
                 let mut change = None;
+                info.line_search_trials += 1;
                 if let Some(cost) = self.forward(alpha) {
                     let actual = cost0 - cost;
                     if actual.is_finite()

@@ -288,6 +288,11 @@ pub struct CycleInfo {
     /// The replan failed and MPC follows its previous plan, shifted (module docs).
     #[serde(default)]
     pub kept_previous: bool,
+    /// Forward passes of the replan's line searches (`ocp::Info::line_search_trials`): each
+    /// costs a rollout of the horizon, so beyond the iterations they are where a replan's time
+    /// varies.
+    #[serde(default)]
+    pub line_search_trials: usize,
     /// The sampled trot the replan started from (index into [`StepSampling::candidates`]), if
     /// one beat the shifted plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -444,6 +449,7 @@ impl Mpc {
             history: vec![],
             fallback_jacobians: 0,
             unconverged_jacobians: 0,
+            line_search_trials: 0,
         };
         super::cito::evaluate(&p, &self.ddp.xs, &self.ddp.us, info, 0.0).knots
     }
@@ -563,6 +569,7 @@ impl MpcDriver {
                 fallback_jacobians: info.fallback_jacobians,
                 unconverged_jacobians: info.unconverged_jacobians,
                 kept_previous: info.status == Status::NonFinite,
+                line_search_trials: info.line_search_trials,
                 sampled_start,
             });
         }
@@ -639,6 +646,14 @@ pub struct MpcSummary {
     pub solve_ms_median: f64,
     pub solve_ms_p95: f64,
     pub solve_ms_max: f64,
+    /// Line-search forward passes per replan (`CycleInfo::line_search_trials`): median, p95,
+    /// max.
+    #[serde(default)]
+    pub line_search_trials_median: f64,
+    #[serde(default)]
+    pub line_search_trials_p95: f64,
+    #[serde(default)]
+    pub line_search_trials_max: usize,
     /// Simulated time over wall time of the loop (replans and simulator steps).
     pub realtime_factor: f64,
     pub cycles: usize,
@@ -817,6 +832,15 @@ pub fn run_closed_loop(
     let mut ms: Vec<f64> = cycles.iter().map(|c| c.solve_ms).collect();
     ms.sort_by(f64::total_cmp);
     let pct = |p: f64| if ms.is_empty() { f64::NAN } else { ms[((p * (ms.len() - 1) as f64).round()) as usize] };
+    let mut trials: Vec<usize> = cycles.iter().map(|c| c.line_search_trials).collect();
+    trials.sort_unstable();
+    let trials_at = |p: f64| {
+        if trials.is_empty() {
+            f64::NAN
+        } else {
+            trials[((p * (trials.len() - 1) as f64).round()) as usize] as f64
+        }
+    };
     let errors: Vec<(f64, f64)> = trace.iter().map(|t| (t.0, t.2)).collect();
     let failed_steps = usize::from(failed_step.is_some());
     let recovery = if cancelled || failed_steps > 0 { None } else { recovery_time(&errors, pull_end, spec) };
@@ -831,6 +855,9 @@ pub fn run_closed_loop(
         solve_ms_median: pct(0.5),
         solve_ms_p95: pct(0.95),
         solve_ms_max: ms.last().copied().unwrap_or(f64::NAN),
+        line_search_trials_median: trials_at(0.5),
+        line_search_trials_p95: trials_at(0.95),
+        line_search_trials_max: trials.last().copied().unwrap_or(0),
         realtime_factor: simulated / wall.max(1e-12),
         cycles: cycles.len(),
         duration_s: simulated,
