@@ -373,23 +373,29 @@ impl Ddp {
             info.status = Status::NonFinite;
             return info;
         }
+        // Whether `data` holds the derivatives along the current trajectory: a rejected line
+        // search leaves the trajectory (and them) as they were, so the next iteration, which
+        // only raises mu, reuses them instead of differentiating the same knots again.
+        let mut differentiated = false;
         for it in 0..self.settings.max_iterations {
             let started = Instant::now();
             if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 info.status = Status::Cancelled;
                 return info;
             }
-            // Derivatives along the current trajectory.
-            let t = self.problem.horizon();
-            for i in 0..t {
-                self.problem.running[i].calc_diff(&mut self.data[i], &self.xs[i], &self.us[i]);
-            }
-            self.problem.terminal.calc_diff(&mut self.terminal_data, &self.xs[t], &DVector::zeros(0));
-            info.fallback_jacobians += self.data.iter().filter(|d| d.fallback).count();
-            info.unconverged_jacobians += self.data.iter().filter(|d| d.unconverged).count();
-            if !self.data.iter().all(|d| d.ok && finite_data(d)) || !finite_data(&self.terminal_data) {
-                info.status = Status::NonFinite;
-                return info;
+            if !differentiated {
+                let t = self.problem.horizon();
+                for i in 0..t {
+                    self.problem.running[i].calc_diff(&mut self.data[i], &self.xs[i], &self.us[i]);
+                }
+                self.problem.terminal.calc_diff(&mut self.terminal_data, &self.xs[t], &DVector::zeros(0));
+                info.fallback_jacobians += self.data.iter().filter(|d| d.fallback).count();
+                info.unconverged_jacobians += self.data.iter().filter(|d| d.unconverged).count();
+                if !self.data.iter().all(|d| d.ok && finite_data(d)) || !finite_data(&self.terminal_data) {
+                    info.status = Status::NonFinite;
+                    return info;
+                }
+                differentiated = true;
             }
             // Backward pass, raising mu until every Q_uu is positive definite.
             loop {
@@ -437,6 +443,7 @@ impl Ddp {
             }
             match accepted {
                 Some((alpha, expected, actual, cost)) => {
+                    differentiated = false;
                     std::mem::swap(&mut self.xs, &mut self.xs_try);
                     std::mem::swap(&mut self.us, &mut self.us_try);
                     std::mem::swap(&mut self.data, &mut self.try_data);
