@@ -735,7 +735,35 @@ fn block_times_rows(
     col0: usize,
     mut out: nalgebra::DMatrixViewMut<'_, f64>,
 ) {
+    const MAX: usize = 6;
     let w = blk.nrows();
+    // The block (a free-flyer's 6 x 6 at most) on the stack, a column of the product in
+    // registers; the generic indexing below is for larger joints.
+    if w <= MAX {
+        let mut bl = [0.0; MAX * MAX];
+        for k in 0..w {
+            for r in 0..w {
+                bl[r + MAX * k] = blk[(r, k)];
+            }
+        }
+        let (rs, ld) = (rt.as_slice(), rt.nrows());
+        for c in 0..out.ncols() {
+            let mut acc = [0.0; MAX];
+            for k in 0..w {
+                let rkc = rs[(col0 + c) + (row0 + k) * ld];
+                if rkc != 0.0 {
+                    let s = alpha * rkc;
+                    for (a, &b) in acc[..w].iter_mut().zip(&bl[MAX * k..MAX * k + w]) {
+                        *a += s * b;
+                    }
+                }
+            }
+            for (r, &a) in acc[..w].iter().enumerate() {
+                out[(r, c)] = a;
+            }
+        }
+        return;
+    }
     for c in 0..out.ncols() {
         for r in 0..w {
             out[(r, c)] = 0.0;
