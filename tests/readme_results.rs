@@ -306,6 +306,27 @@ fn the_benchmark_rows_are_the_committed_medians() {
     }
 }
 
+/// The instruction counts the README quotes (`scripts/reproduce instructions`), today's and
+/// the revision before this round's speed-ups.
+#[test]
+fn the_instruction_counts_are_the_committed_runs() {
+    let readme = readme();
+    let has = |s: String| assert!(readme.contains(&s), "README lacks `{s}`");
+    for file in ["instructions.json", "instructions_3a9e49f.json"] {
+        let b = json(&root().join("docs/results/bench").join(file));
+        has(format!("{:.1}M", f(&b["one_trot_replan"], "per_replan") / 1e6));
+        has(format!("{:.1}M", f(&b["closed_loop"], "per_cycle") / 1e6));
+        has(format!("{:.1}M", f(&b["ddp_iteration"], "per_iteration") / 1e6));
+    }
+    let c = &json(&root().join("docs/results/bench/instructions.json"))["closed_loop"];
+    has(format!(
+        "median {}, p95 {}, max {}",
+        f(c, "line_search_trials_median"),
+        f(c, "line_search_trials_p95"),
+        c["line_search_trials_max"].as_u64().unwrap()
+    ));
+}
+
 /// The Python-and-MuJoCo benchmark table (`scripts/reproduce pybench`).
 #[test]
 fn the_python_benchmark_table_is_the_committed_run() {
