@@ -272,3 +272,73 @@ fn stance_with_rotor_inertia_matches_finite_differences() {
     assert_eq!(modes.iter().filter(|m| **m == ContactMode::Sticking).count(), 4, "{modes:?}");
     check("stance with rotor inertia", &errors);
 }
+
+/// `TransitionWorkspace::dlambda` (the impulse sensitivity the app's contact inspector shows):
+/// its `du` columns against central differences of the step's impulses, at a sticking stance
+/// where the active set does not change inside the stencil.
+#[test]
+fn dlambda_of_a_sticking_stance_matches_finite_differences() {
+    let mut sim = scene("quadruped_stand.ron").simulation();
+    tighten(&mut sim, 1e-12);
+    for _ in 0..500 {
+        assert_eq!(sim.step().status, StepStatus::Ok);
+    }
+    let model = sim.model.clone();
+    let (nq, nv, nu) = (model.nq, model.nv, model.nu);
+    let mut u = DVector::zeros(nu);
+    let mut damping = sim.ws.actuator_damping.clone();
+    sim.controller.compute(&model, sim.q.as_slice(), sim.v.as_slice(), sim.settings.dt, &mut u, &mut damping);
+    sim.ws.actuator_damping = damping;
+    let tau_ext = DVector::zeros(nv);
+    let (mut a, mut b) = (DMatrix::zeros(2 * nv, 2 * nv), DMatrix::zeros(2 * nv, nu));
+    let mut ws = sim.ws.clone();
+    let mut tw = TransitionWorkspace::new(&model);
+    let x = (sim.q.as_slice(), sim.v.as_slice(), u.as_slice(), tau_ext.as_slice());
+    let info = transition_jacobians(
+        &model,
+        &sim.terrain,
+        &sim.settings,
+        &mut ws,
+        &mut tw,
+        x,
+        Sensitivity::Exact,
+        &mut a,
+        &mut b,
+    );
+    assert_eq!(info.status, TransitionStatus::Ok);
+    let ka = ws.contacts.n_active();
+    assert_eq!(ka, 4);
+    let active = ws.contacts.active.clone();
+    let dl = tw.dlambda(ka, nv, nu).into_owned();
+    assert_eq!(dl.shape(), (3 * ka, 2 * nv + nu));
+    let lambda_at = |u: &DVector<f64>| {
+        let mut ws = sim.ws.clone();
+        let (mut q1, mut v1) = (vec![0.0; nq], vec![0.0; nv]);
+        let s = contactlab::sim::step(
+            &model,
+            &sim.terrain,
+            &sim.settings,
+            &mut ws,
+            sim.q.as_slice(),
+            sim.v.as_slice(),
+            u.as_slice(),
+            tau_ext.as_slice(),
+            &mut q1,
+            &mut v1,
+        );
+        assert_eq!(s.status, StepStatus::Ok);
+        assert_eq!(ws.contacts.active, active, "the active set moved inside the stencil");
+        ws.lambda_active.rows(0, 3 * ka).into_owned()
+    };
+    let eps = 1e-5;
+    let mut worst: f64 = 0.0;
+    for j in 0..nu {
+        let (mut up, mut um) = (u.clone(), u.clone());
+        up[j] += eps;
+        um[j] -= eps;
+        let fd = (lambda_at(&up) - lambda_at(&um)) / (2.0 * eps);
+        let col = dl.column(2 * nv + j);
+        worst = worst.max((&col - &fd).norm() / fd.norm().max(1e-9));
+    }
+    assert!(worst < 1e-4, "dlambda/du against central differences: relative error {worst:.2e}");
+}
