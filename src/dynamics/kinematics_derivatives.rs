@@ -95,7 +95,7 @@ pub fn point_velocity_derivative(
 /// Only the rows and columns of the chain root..body are touched.
 ///
 /// To subtract (an external force in inverse dynamics, `tau = rnea - J^T f`), pass `-f`.
-/// Needs the body placements `o_m_i` at `q`. Allocation-free; O(depth^2).
+/// Needs the body placements `o_m_i` at `q`. Allocation-free for chains of up to 48 DoFs; O(depth^2).
 pub fn jt_force_derivative(
     model: &Model,
     o_m_i: &[Se3],
@@ -106,21 +106,18 @@ pub fn jt_force_derivative(
 ) {
     assert_eq!(out.shape(), (model.nv, model.nv), "jt_force_derivative: out must be nv x nv");
     // Each pair (k, j) of the chain's DoFs needs both columns: compute them once.
-    let mut cols = [ChainColumn::default(); CHAIN_CAPACITY];
-    let Some(n) = chain_columns(model, o_m_i, body, Some(p_world), &mut cols) else {
-        return jt_force_derivative_long_chain(model, o_m_i, body, p_world, f_world, out);
-    };
-    let cols = &cols[..n];
-    for k in cols {
-        // f . (w_j x u_k) = w_j . (u_k x f) for every j with j ⪯ k.
-        let uk_x_f = k.u.cross(f_world);
-        // f . (w_k x u_j) = u_j . (f x w_k) for every j with k ≺ j.
-        let f_x_wk = f_world.cross(&k.w);
-        for j in cols {
-            let val = if j.pos <= k.pos { j.w.dot(&uk_x_f) } else { j.u.dot(&f_x_wk) };
-            out[(k.dof, j.dof)] += val;
+    with_chain_columns(model, o_m_i, body, Some(p_world), |cols| {
+        for k in cols {
+            // f . (w_j x u_k) = w_j . (u_k x f) for every j with j ⪯ k.
+            let uk_x_f = k.u.cross(f_world);
+            // f . (w_k x u_j) = u_j . (f x w_k) for every j with k ≺ j.
+            let f_x_wk = f_world.cross(&k.w);
+            for j in cols {
+                let val = if j.pos <= k.pos { j.w.dot(&uk_x_f) } else { j.u.dot(&f_x_wk) };
+                out[(k.dof, j.dof)] += val;
+            }
         }
-    }
+    })
 }
 
 /// The columns of one DoF of a chain: its joint's position on the chain, the DoF, its world
@@ -133,9 +130,30 @@ struct ChainColumn {
     u: Vector3<f64>,
 }
 
-/// DoFs on one root-to-body chain that the derivatives below cache on the stack; a longer chain
-/// takes the uncached path.
+/// DoFs on one root-to-body chain that [`with_chain_columns`] keeps on the stack.
 const CHAIN_CAPACITY: usize = 48;
+
+/// Calls `f` with the columns of the chain root..`body`, root first (with the linear velocities
+/// they give `p_world`, if asked). Allocation-free for chains of up to [`CHAIN_CAPACITY`] DoFs
+/// (every builtin robot's); a longer chain takes a heap buffer.
+fn with_chain_columns<R>(
+    model: &Model,
+    o_m_i: &[Se3],
+    body: usize,
+    p_world: Option<&Vector3<f64>>,
+    f: impl FnOnce(&[ChainColumn]) -> R,
+) -> R {
+    let mut stack = [ChainColumn::default(); CHAIN_CAPACITY];
+    match chain_columns(model, o_m_i, body, p_world, &mut stack) {
+        Some(n) => f(&stack[..n]),
+        None => {
+            let dofs = model.supports[body].iter().map(|&b| model.joints[b].nv()).sum();
+            let mut heap = vec![ChainColumn::default(); dofs];
+            let n = chain_columns(model, o_m_i, body, p_world, &mut heap).unwrap_or(0);
+            f(&heap[..n])
+        }
+    }
+}
 
 /// Fills `cols` with the columns of the chain root..`body` (root first) and returns their
 /// number, or `None` if there are more than `cols` holds.
@@ -160,35 +178,6 @@ fn chain_columns(
         }
     }
     Some(n)
-}
-
-/// [`jt_force_derivative`] recomputing the columns of each pair (chains over
-/// [`CHAIN_CAPACITY`] DoFs).
-fn jt_force_derivative_long_chain(
-    model: &Model,
-    o_m_i: &[Se3],
-    body: usize,
-    p_world: &Vector3<f64>,
-    f_world: &Vector3<f64>,
-    out: &mut DMatrix<f64>,
-) {
-    let chain = &model.supports[body];
-    for (pos_k, &bk) in chain.iter().enumerate() {
-        let jk = &model.joints[bk];
-        for ck in 0..jk.nv() {
-            let (wk, uk) = point_column(model, o_m_i, bk, ck, p_world);
-            let uk_x_f = uk.cross(f_world);
-            let f_x_wk = f_world.cross(&wk);
-            for (pos_j, &bj) in chain.iter().enumerate() {
-                let jj = &model.joints[bj];
-                for cj in 0..jj.nv() {
-                    let (wj, uj) = point_column(model, o_m_i, bj, cj, p_world);
-                    let val = if pos_j <= pos_k { wj.dot(&uk_x_f) } else { uj.dot(&f_x_wk) };
-                    out[(jk.idx_v + ck, jj.idx_v + cj)] += val;
-                }
-            }
-        }
-    }
 }
 
 /// Adds `J_p^T f` (nv) to `out` for the world force `f_world` at `p_world` on `body`.
@@ -247,7 +236,8 @@ pub fn angular_velocity_derivative(model: &Model, o_m_i: &[Se3], body: usize, v:
 
 /// Adds `d (J_w^T tau) / d q` (nv x nv, tangent space) to `out` for a pure torque `tau_world`
 /// held fixed in the world and applied to `body` (`J_w` its world angular Jacobian): entry
-/// `(k, j)` is `tau . (w_j x w_k)` for `j ⪯ k`, zero otherwise. Allocation-free; O(depth^2).
+/// `(k, j)` is `tau . (w_j x w_k)` for `j ⪯ k`, zero otherwise. Allocation-free for chains of up to 48 DoFs;
+/// O(depth^2).
 pub fn jt_torque_derivative(
     model: &Model,
     o_m_i: &[Se3],
@@ -256,29 +246,70 @@ pub fn jt_torque_derivative(
     out: &mut DMatrix<f64>,
 ) {
     assert_eq!(out.shape(), (model.nv, model.nv), "jt_torque_derivative: out must be nv x nv");
-    let mut cols = [ChainColumn::default(); CHAIN_CAPACITY];
-    let Some(n) = chain_columns(model, o_m_i, body, None, &mut cols) else {
-        let chain = &model.supports[body];
+    with_chain_columns(model, o_m_i, body, None, |cols| {
+        for k in cols {
+            // tau . (w_j x w_k) = w_j . (w_k x tau), for every j with j ⪯ k.
+            let wk_x_tau = k.w.cross(tau_world);
+            for j in cols.iter().take_while(|j| j.pos <= k.pos) {
+                out[(k.dof, j.dof)] += j.w.dot(&wk_x_tau);
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dynamics::forward_kinematics;
+    use crate::model::urdf::{load_str, RootJoint};
+    use crate::model::{neutral, Data};
+    use std::path::Path;
+
+    /// A chain longer than [`CHAIN_CAPACITY`] (50 revolute links in series on a free-flyer, 56
+    /// DoFs) takes the heap buffer and gives the pairwise definition of `d (J_p^T f) / d q`.
+    #[test]
+    fn a_chain_longer_than_the_stack_buffer_gives_the_pairwise_derivative() {
+        let inertial = "<inertial><mass value=\"1\"/><inertia ixx=\"0.01\" iyy=\"0.01\" izz=\"0.01\" \
+                        ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial>";
+        let mut urdf = format!("<robot name=\"snake\"><link name=\"l0\">{inertial}</link>");
+        for i in 1..=50 {
+            let axis = ["1 0 0", "0 1 0", "0 0 1"][i % 3];
+            urdf += &format!(
+                "<link name=\"l{i}\">{inertial}</link><joint name=\"j{i}\" type=\"revolute\">\
+                 <parent link=\"l{}\"/><child link=\"l{i}\"/><origin xyz=\"0.1 0.02 0\"/>\
+                 <axis xyz=\"{axis}\"/><limit lower=\"-3\" upper=\"3\" effort=\"10\" velocity=\"10\"/></joint>",
+                i - 1
+            );
+        }
+        urdf += "</robot>";
+        let model = load_str(&urdf, Path::new("snake.urdf"), RootJoint::FreeFlyer).unwrap().model;
+        let mut data = Data::new(&model);
+        let mut q = neutral(&model);
+        for (i, x) in q.iter_mut().enumerate().skip(7) {
+            *x = 0.2 * (i as f64).sin();
+        }
+        forward_kinematics(&model, &mut data, q.as_slice(), None);
+        let tip = model.body_index("l50").unwrap();
+        let (p, f) = (Vector3::new(0.3, -0.2, 0.1), Vector3::new(1.0, -2.0, 0.5));
+        let mut out = DMatrix::zeros(model.nv, model.nv);
+        jt_force_derivative(&model, &data.o_m_i, tip, &p, &f, &mut out);
+        let mut reference = DMatrix::zeros(model.nv, model.nv);
+        let chain = &model.supports[tip];
+        let dofs: usize = chain.iter().map(|&b| model.joints[b].nv()).sum();
+        assert!(dofs > CHAIN_CAPACITY);
         for (pos_k, &bk) in chain.iter().enumerate() {
-            let jk = &model.joints[bk];
-            for ck in 0..jk.nv() {
-                let wk_x_tau = angular_column(model, o_m_i, bk, ck).cross(tau_world);
-                for &bj in &chain[..=pos_k] {
-                    let jj = &model.joints[bj];
-                    for cj in 0..jj.nv() {
-                        out[(jk.idx_v + ck, jj.idx_v + cj)] += angular_column(model, o_m_i, bj, cj).dot(&wk_x_tau);
+            for ck in 0..model.joints[bk].nv() {
+                let (wk, uk) = point_column(&model, &data.o_m_i, bk, ck, &p);
+                for (pos_j, &bj) in chain.iter().enumerate() {
+                    for cj in 0..model.joints[bj].nv() {
+                        let (wj, uj) = point_column(&model, &data.o_m_i, bj, cj, &p);
+                        let val = if pos_j <= pos_k { wj.dot(&uk.cross(&f)) } else { uj.dot(&f.cross(&wk)) };
+                        reference[(model.joints[bk].idx_v + ck, model.joints[bj].idx_v + cj)] += val;
                     }
                 }
             }
         }
-        return;
-    };
-    let cols = &cols[..n];
-    for k in cols {
-        // tau . (w_j x w_k) = w_j . (w_k x tau), for every j with j ⪯ k.
-        let wk_x_tau = k.w.cross(tau_world);
-        for j in cols.iter().take_while(|j| j.pos <= k.pos) {
-            out[(k.dof, j.dof)] += j.w.dot(&wk_x_tau);
-        }
+        assert!(reference.norm() > 0.0);
+        assert_eq!(out, reference);
     }
 }
