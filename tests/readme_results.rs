@@ -603,8 +603,8 @@ fn the_soak_and_random_problem_numbers_are_the_committed_runs() {
         None => format!("{phase} (all converged)"),
     };
     assert!(readme.contains(&quoted), "README lacks `{quoted}`");
-    // The other seeds, quoted as "1 on seed 17, 1 on seed 18, 1 on seed 19 and 1 on seed 20".
-    let others: Vec<String> = [17, 18, 19, 20]
+    // The other seeds, quoted as "1 on seed 17, 1 on seed 18, ... and 1 on seed 25".
+    let others: Vec<String> = [17, 18, 19, 20, 21, 22, 23, 24, 25]
         .iter()
         .map(|seed| {
             let r = json(&root().join(format!("docs/results/solver/random_problems_seed{seed}.json")));
