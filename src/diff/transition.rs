@@ -539,20 +539,6 @@ pub fn transition_jacobians_after_step(
     // Both Jacobians are block diagonal per joint: multiply block by block.
     for j in &model.joints {
         let (iv, w) = (j.idx_v, j.nv());
-        if w == 1 {
-            // A 1 x 1 block: a scaled row, as `gemm_into` would compute it (zeros skipped),
-            // without its per-call view set-up (twelve of the quadruped's thirteen joints).
-            let blk = tw.d_ddq[(iv, iv)];
-            let row = |x: f64| if x != 0.0 { (h * x) * blk } else { 0.0 };
-            for c in 0..2 * nv {
-                a[(iv, c)] = row(tw.dv[(c, iv)]);
-            }
-            for c in 0..nu {
-                b[(iv, c)] = row(tw.dv[(2 * nv + c, iv)]);
-            }
-            a[(iv, iv)] += tw.d_dq[(iv, iv)];
-            continue;
-        }
         let blk = tw.d_ddq.view((iv, iv), (w, w));
         block_times_rows(h, blk, &tw.dv, iv, 0, a.view_mut((iv, 0), (w, 2 * nv)));
         block_times_rows(h, blk, &tw.dv, iv, 2 * nv, b.view_mut((iv, 0), (w, nu)));
@@ -735,47 +721,40 @@ fn block_times_rows(
     col0: usize,
     mut out: nalgebra::DMatrixViewMut<'_, f64>,
 ) {
+    // A joint has at most six DoFs (`JointKind::nv`): the block on the stack, a column of
+    // the product in registers.
     const MAX: usize = 6;
     let w = blk.nrows();
-    // The block (a free-flyer's 6 x 6 at most) on the stack, a column of the product in
-    // registers; the generic indexing below is for larger joints.
-    if w <= MAX {
-        let mut bl = [0.0; MAX * MAX];
-        for k in 0..w {
-            for r in 0..w {
-                bl[r + MAX * k] = blk[(r, k)];
-            }
-        }
-        let (rs, ld) = (rt.as_slice(), rt.nrows());
+    assert!(w <= MAX, "block_times_rows: a joint block is at most 6 x 6");
+    let (rs, ld) = (rt.as_slice(), rt.nrows());
+    if w == 1 {
+        // A revolute or prismatic joint (twelve of the quadruped's thirteen): a scaled row.
+        let b = blk[(0, 0)];
         for c in 0..out.ncols() {
-            let mut acc = [0.0; MAX];
-            for k in 0..w {
-                let rkc = rs[(col0 + c) + (row0 + k) * ld];
-                if rkc != 0.0 {
-                    let s = alpha * rkc;
-                    for (a, &b) in acc[..w].iter_mut().zip(&bl[MAX * k..MAX * k + w]) {
-                        *a += s * b;
-                    }
-                }
-            }
-            for (r, &a) in acc[..w].iter().enumerate() {
-                out[(r, c)] = a;
-            }
+            let rc = rs[(col0 + c) + row0 * ld];
+            out[(0, c)] = if rc != 0.0 { (alpha * rc) * b } else { 0.0 };
         }
         return;
     }
-    for c in 0..out.ncols() {
+    let mut bl = [0.0; MAX * MAX];
+    for k in 0..w {
         for r in 0..w {
-            out[(r, c)] = 0.0;
+            bl[r + MAX * k] = blk[(r, k)];
         }
+    }
+    for c in 0..out.ncols() {
+        let mut acc = [0.0; MAX];
         for k in 0..w {
-            let rkc = rt[(col0 + c, row0 + k)];
+            let rkc = rs[(col0 + c) + (row0 + k) * ld];
             if rkc != 0.0 {
                 let s = alpha * rkc;
-                for r in 0..w {
-                    out[(r, c)] += s * blk[(r, k)];
+                for (a, &b) in acc[..w].iter_mut().zip(&bl[MAX * k..MAX * k + w]) {
+                    *a += s * b;
                 }
             }
+        }
+        for (r, &a) in acc[..w].iter().enumerate() {
+            out[(r, c)] = a;
         }
     }
 }

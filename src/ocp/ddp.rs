@@ -289,14 +289,19 @@ impl Ddp {
             }
             let cost = total_cost(&self.try_data, &self.try_terminal);
             if cost.is_finite() && best.is_none_or(|(_, c)| cost < c) {
-                std::mem::swap(&mut self.xs, &mut self.xs_try);
-                std::mem::swap(&mut self.us, &mut self.us_try);
-                std::mem::swap(&mut self.data, &mut self.try_data);
-                std::mem::swap(&mut self.terminal_data, &mut self.try_terminal);
+                self.keep_trial();
                 best = Some((j, cost));
             }
         }
         best
+    }
+
+    /// Makes the trial trajectory (controls, states and their knot data) the current one.
+    fn keep_trial(&mut self) {
+        std::mem::swap(&mut self.xs, &mut self.xs_try);
+        std::mem::swap(&mut self.us, &mut self.us_try);
+        std::mem::swap(&mut self.data, &mut self.try_data);
+        std::mem::swap(&mut self.terminal_data, &mut self.try_terminal);
     }
 
     /// Whether `us` has the problem's shape: one control per knot, each of the knot's size.
@@ -344,7 +349,7 @@ impl Ddp {
             return Info { status: Status::InvalidInput, ..Info::before_start() };
         }
         let (ok, cost) = self.initial_rollout();
-        self.iterate(Info::before_start(), ok, cost, cancel, observe)
+        self.iterate(ok, cost, cancel, observe)
     }
 
     /// [`Ddp::solve`] from the trajectory [`Ddp::roll_out_cheapest`] kept, which must be the
@@ -355,20 +360,19 @@ impl Ddp {
         }
         let ok = self.xs.iter().all(|x| x.iter().all(|v| v.is_finite()));
         let cost = self.cost();
-        self.iterate(Info::before_start(), ok, cost, cancel, &mut |_| {})
+        self.iterate(ok, cost, cancel, &mut |_| {})
     }
 
     /// The iterations of a solve whose initial rollout ended `ok` with `cost`.
     fn iterate(
         &mut self,
-        mut info: Info,
         ok: bool,
         cost: f64,
         cancel: Option<&AtomicBool>,
         observe: &mut dyn FnMut(&IterationInfo),
     ) -> Info {
         self.mu = self.settings.mu_init;
-        info.cost = cost;
+        let mut info = Info { cost, ..Info::before_start() };
         if !ok || !info.cost.is_finite() {
             info.status = Status::NonFinite;
             return info;
@@ -444,10 +448,7 @@ impl Ddp {
             match accepted {
                 Some((alpha, expected, actual, cost)) => {
                     differentiated = false;
-                    std::mem::swap(&mut self.xs, &mut self.xs_try);
-                    std::mem::swap(&mut self.us, &mut self.us_try);
-                    std::mem::swap(&mut self.data, &mut self.try_data);
-                    std::mem::swap(&mut self.terminal_data, &mut self.try_terminal);
+                    self.keep_trial();
                     info.cost = cost;
                     info.iterations = it + 1;
                     let report = IterationInfo {

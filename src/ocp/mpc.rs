@@ -253,6 +253,22 @@ fn substeps(knot_dt: f64, dt: f64) -> Result<usize, MpcError> {
     Ok(n)
 }
 
+/// The values in ascending order.
+fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The nearest-rank `p` quantile of the ascending `sorted` (NaN if empty).
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        f64::NAN
+    } else {
+        sorted[((p * (sorted.len() - 1) as f64).round()) as usize]
+    }
+}
+
 /// How long after `pull_end` the base error stayed within `settings.recovery_tolerance` for
 /// good (module docs), given `(time, base error)` per simulator step from the moment control
 /// took over; `None` if it did not recover within `settings.recovery_time` or the trace ends
@@ -829,18 +845,8 @@ pub fn run_closed_loop(
     }
     let wall = started.elapsed().as_secs_f64();
     let simulated = trace.last().map(|t| t.0).unwrap_or(0.0);
-    let mut ms: Vec<f64> = cycles.iter().map(|c| c.solve_ms).collect();
-    ms.sort_by(f64::total_cmp);
-    let pct = |p: f64| if ms.is_empty() { f64::NAN } else { ms[((p * (ms.len() - 1) as f64).round()) as usize] };
-    let mut trials: Vec<usize> = cycles.iter().map(|c| c.line_search_trials).collect();
-    trials.sort_unstable();
-    let trials_at = |p: f64| {
-        if trials.is_empty() {
-            f64::NAN
-        } else {
-            trials[((p * (trials.len() - 1) as f64).round()) as usize] as f64
-        }
-    };
+    let ms = sorted(cycles.iter().map(|c| c.solve_ms));
+    let trials = sorted(cycles.iter().map(|c| c.line_search_trials as f64));
     let errors: Vec<(f64, f64)> = trace.iter().map(|t| (t.0, t.2)).collect();
     let failed_steps = usize::from(failed_step.is_some());
     let recovery = if cancelled || failed_steps > 0 { None } else { recovery_time(&errors, pull_end, spec) };
@@ -852,12 +858,12 @@ pub fn run_closed_loop(
         recovery_time_s: recovery,
         max_base_error_m: trace.iter().map(|t| t.2).fold(0.0, f64::max),
         final_base_error_m: trace.last().map(|t| t.2).unwrap_or(f64::NAN),
-        solve_ms_median: pct(0.5),
-        solve_ms_p95: pct(0.95),
+        solve_ms_median: percentile(&ms, 0.5),
+        solve_ms_p95: percentile(&ms, 0.95),
         solve_ms_max: ms.last().copied().unwrap_or(f64::NAN),
-        line_search_trials_median: trials_at(0.5),
-        line_search_trials_p95: trials_at(0.95),
-        line_search_trials_max: trials.last().copied().unwrap_or(0),
+        line_search_trials_median: percentile(&trials, 0.5),
+        line_search_trials_p95: percentile(&trials, 0.95),
+        line_search_trials_max: trials.last().map_or(0, |&t| t as usize),
         realtime_factor: simulated / wall.max(1e-12),
         cycles: cycles.len(),
         duration_s: simulated,
