@@ -9,6 +9,7 @@ use super::{Info, Settings, Status};
 use crate::linalg::{lu_factor, lu_solve, mat_vec, PivotRule};
 use nalgebra::DMatrixView;
 
+mod alart_curnier;
 mod continuation;
 mod enumerate;
 mod globalize;
@@ -151,6 +152,9 @@ pub struct ContactSolver {
     /// Continuation: the diagonal of `G~` and the last stage's answer (3k each).
     cdiag: Vec<f64>,
     cprev: Vec<f64>,
+    /// Alart-Curnier: the `rho` per contact (k) and the iterate before a line search (3k).
+    acrho: Vec<f64>,
+    aclam: Vec<f64>,
 }
 
 impl ContactSolver {
@@ -226,6 +230,8 @@ impl ContactSolver {
             eroots: [0.0; 4],
             cdiag: vec![0.0; n],
             cprev: vec![0.0; n],
+            acrho: vec![0.0; m],
+            aclam: vec![0.0; n],
         }
     }
 

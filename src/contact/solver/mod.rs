@@ -175,6 +175,34 @@
 //! from the last answer, down to `eps = 0`, which follows a solution whose impulses grow as
 //! the regularization lets them.
 //!
+//! **Alart-Curnier.** Where all of that fails, the very last stage (`alart_curnier.rs`) solves
+//! Coulomb's law written as one piecewise-smooth equation (Alart & Curnier 1991): per contact,
+//! with `r_n = l_n - rho_i w_n`, `z = l_t - rho_i w_t` and `rho_i = s / ||G~_ii||_F`,
+//!
+//! ```text
+//! F_n = l_n - max(r_n, 0) = 0,        F_t = l_t - P_{D(mu max(r_n, 0))}(z) = 0
+//! ```
+//!
+//! (`P_D(R)` the projection on the disk of radius `R`), whose zeros are exactly the Coulomb
+//! solutions. A semismooth Newton iteration on an element of its generalized Jacobian takes the
+//! LU step where `J` is safely invertible (pivots above `1e-10` of its largest entry) and the
+//! least-norm pseudo-inverse step otherwise (a sticking contact's rows are `rho_i G~_i`,
+//! singular with `G~`); Armijo backtracking on `|F|^2`, and a steepest-descent step on `|F|^2`
+//! where the Newton direction does not descend (the classic globalization of Newton on a
+//! nonsmooth equation, Qi & Sun 1993; Facchinei & Pang 2003, ch. 8). A start ends when `|F|^2` has
+//! not halved in 50 iterations. Since `|F|^2` has local minima that are not zeros, the
+//! iteration is restarted, up to 200 times sharing 40 000 iterations, from `lambda = 0`, the
+//! phase's best iterate, and then random impulses inside the cones (normal impulses
+//! log-uniform over `1e-3..1e3` impulse scales) with random scales `s` in `1e-2..1e2`; every
+//! other start follows a continuation in `mu` from 0 (`mu = 0` is a convex problem) in quarter
+//! steps. The generator is seeded, so a problem always takes the same path. A start that ends
+//! with `|F|_inf <= 1e-6 max(1, |lambda~|_inf)` hands its modes to the enumeration (the mode set
+//! it suggests, no neighbours), which finishes the answer inside the cones and accepts it only
+//! if the convergence test passes. Its iterates may leave the cones; only the enumeration's
+//! answer becomes the solver's iterate. Siconos's frictional contact solvers use the same
+//! function (Acary et al. 2018 compare them on FCLIB and find no method that solves every
+//! problem either).
+//!
 //! None of this is a descent method with a guarantee (none is known for the discrete Coulomb
 //! problem with `mu` unrestricted). If the phase does not converge, the best iterate met (or the
 //! stalled one) is returned with the status the Coulomb iteration had. Every iterate stays

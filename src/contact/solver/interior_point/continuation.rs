@@ -44,7 +44,7 @@ impl ContactSolver {
                 info.iterations += self.projected_gauss_seidel(SWEEPS);
             }
             self.update_w();
-            let ok = self.iterate_finite() && self.enumerate_from_iterate(settings, info);
+            let ok = self.iterate_finite() && self.enumerate_from_iterate(settings, info, usize::MAX);
             if ok {
                 if eps == 0.0 {
                     break true;

@@ -52,30 +52,30 @@ impl ContactSolver {
     pub(super) fn enumerate_modes(&mut self, settings: &Settings, info: &mut Info) -> bool {
         let n = 3 * self.k;
         self.glam[..n].copy_from_slice(&self.lam[..n]);
-        if self.enumerate_from_iterate(settings, info) {
+        if self.enumerate_from_iterate(settings, info, usize::MAX) {
             return true;
         }
         self.lam[..n].copy_from_slice(&self.glam[..n]);
         info.iterations += self.projected_gauss_seidel(NSGS_SWEEPS);
         self.update_w();
-        if self.iterate_finite() && self.enumerate_from_iterate(settings, info) {
+        if self.iterate_finite() && self.enumerate_from_iterate(settings, info, usize::MAX) {
             return true;
         }
         // Cadoux's fixed point run to its own limit, which the phase's hand-offs cut short,
         // plain and damped (where the plain one cycles).
         for damping in PLAIN_DAMPING {
             self.plain_fixed_point(settings, damping, PLAIN_OUTER, PLAIN_BUDGET, info);
-            if self.iterate_finite() && self.enumerate_from_iterate(settings, info) {
+            if self.iterate_finite() && self.enumerate_from_iterate(settings, info, usize::MAX) {
                 return true;
             }
         }
         self.lam[..n].copy_from_slice(&self.glam[..n]);
         self.update_w();
-        self.continue_in_regularization(settings, info)
+        self.continue_in_regularization(settings, info) || self.alart_curnier(settings, info)
     }
 
     /// The enumeration from the guess the current iterate gives.
-    pub(super) fn enumerate_from_iterate(&mut self, settings: &Settings, info: &mut Info) -> bool {
+    pub(super) fn enumerate_from_iterate(&mut self, settings: &Settings, info: &mut Info, max_changes: usize) -> bool {
         let k = self.k;
         let n = 3 * k;
         let lmax = self.lam_inf();
@@ -94,7 +94,7 @@ impl ContactSolver {
             self.eth0[i] = if slip > 0.0 { w2.atan2(w1) } else { (-self.lam[3 * i + 2]).atan2(-self.lam[3 * i + 1]) };
         }
         self.gbest[..n].copy_from_slice(&self.lam[..n]);
-        let changes = if k <= FULL_K { k } else { MAX_CHANGES };
+        let changes = max_changes.min(if k <= FULL_K { k } else { MAX_CHANGES });
         // Holds up to `max(FULL_K, MAX_CHANGES)` changed contacts.
         let mut idx = [0usize; FULL_K];
         let mut sets = 0;
