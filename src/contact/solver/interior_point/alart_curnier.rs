@@ -65,7 +65,6 @@ impl ContactSolver {
     pub(super) fn alart_curnier(&mut self, settings: &Settings, info: &mut Info) -> bool {
         let k = self.k;
         let n = 3 * k;
-        let status = info.status;
         let mut rng = Uniform(SEED);
         let mut budget = BUDGET;
         for start in 0..STARTS {
@@ -99,13 +98,11 @@ impl ContactSolver {
                 info.iterations += used;
             }
             let size = self.lam_inf().max(1.0);
+            // `ac_residual` leaves `w` at this iterate, as the enumeration reads it; a failed
+            // enumeration leaves `info`'s status alone.
             let f = self.ac_residual(1.0, false);
-            if self.iterate_finite() && f <= HANDOFF * size {
-                self.update_w();
-                if self.enumerate_from_iterate(settings, info, 0) {
-                    return true;
-                }
-                info.status = status;
+            if self.iterate_finite() && f <= HANDOFF * size && self.enumerate_from_iterate(settings, info, 0) {
+                return true;
             }
         }
         self.lam[..n].copy_from_slice(&self.glam[..n]);
