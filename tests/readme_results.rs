@@ -603,17 +603,24 @@ fn the_soak_and_random_problem_numbers_are_the_committed_runs() {
         None => format!("{phase} (all converged)"),
     };
     assert!(readme.contains(&quoted), "README lacks `{quoted}`");
-    // The other seeds, quoted as "0 on seed 17, 0 on seed 18, ... and 0 on seed 35".
-    let others: Vec<String> = (17..=35)
-        .map(|seed| {
-            let r = json(&root().join(format!("docs/results/solver/random_problems_seed{seed}.json")));
-            assert_eq!(r["seed"], seed);
-            assert_eq!(r["problems"], n);
-            format!("{} on seed {seed}", r["problems"].as_u64().unwrap() - r["converged"].as_u64().unwrap())
-        })
-        .collect();
-    let quoted = format!("{} and {}", others[..others.len() - 1].join(", "), others[others.len() - 1]);
-    assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+    // The stalls per seed of the files in `dir`, quoted as "0 on seed 17, 0 on seed 18, ... and
+    // 0 on seed 35": the other seeds, and the code before the last stage on the seeds first run
+    // after it.
+    let stalls = |dir: &str, seeds: std::ops::RangeInclusive<u64>| {
+        let each: Vec<String> = seeds
+            .map(|seed| {
+                let r = json(&root().join(format!("{dir}/random_problems_seed{seed}.json")));
+                assert_eq!(r["seed"], seed);
+                assert_eq!(r["problems"], n);
+                format!("{} on seed {seed}", r["problems"].as_u64().unwrap() - r["converged"].as_u64().unwrap())
+            })
+            .collect();
+        format!("{} and {}", each[..each.len() - 1].join(", "), each[each.len() - 1])
+    };
+    for quoted in [stalls("docs/results/solver", 17..=35), stalls("docs/results/solver/before_alart_curnier", 26..=35)]
+    {
+        assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+    }
 }
 
 /// The README (*Robots*) says the simulator does not enforce joint position limits but that every
