@@ -32,6 +32,7 @@ use crate::contact::Terrain;
 use crate::diff::{
     transition_jacobians, transition_jacobians_after_step, Sensitivity, TransitionStatus, TransitionWorkspace,
 };
+use crate::linalg::{copy_dense, zero_dense};
 use crate::model::configuration::free_flyer_placement;
 use crate::model::{difference, integrate, JointKind, Model};
 use crate::sim::{step, StepWorkspace};
@@ -171,7 +172,7 @@ impl ContactAction {
         let mut gh = grad;
         if let Some((g, h)) = gh.as_mut() {
             g.fill(0.0);
-            h.fill(0.0);
+            zero_dense(h);
         }
         for j in &m.joints {
             match j.kind {
@@ -323,8 +324,7 @@ impl ActionModel for ContactAction {
             *g = DVector::zeros(2 * nv);
             *h = DMatrix::zeros(2 * nv, 2 * nv);
         }
-        g.fill(0.0);
-        h.fill(0.0);
+        // `state_cost` zeroes `g` and `h` before it adds to them.
         let work = extra.downcast_mut::<Work>().expect("ContactAction data");
         let sc = self.state_cost(x, Some((&mut *g, &mut *h))) + self.clearance_cost(work, x, Some((&mut *g, &mut *h)));
         if let Some(w) = self.terminal {
@@ -407,14 +407,14 @@ impl ActionModel for ContactAction {
         }
         d.x_next.rows_mut(0, nq).copy_from(&work.tw.q_next);
         d.x_next.rows_mut(nq, nv).copy_from(&work.tw.v_next);
-        d.fx.copy_from(&work.a);
-        d.fu.copy_from(&work.b);
+        copy_dense(&mut d.fx, &work.a);
+        copy_dense(&mut d.fu, &work.b);
         d.cost = sc + 0.5 * self.cost.w_control * u.norm_squared();
         d.lu.copy_from(u);
         d.lu *= self.cost.w_control;
         d.luu.fill_with_identity();
         d.luu *= self.cost.w_control;
-        d.lux.fill(0.0);
+        zero_dense(&mut d.lux);
     }
     fn integrate(&self, x: &DVector<f64>, dx: &DVector<f64>, out: &mut DVector<f64>) {
         let m = &*self.model;
