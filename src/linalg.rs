@@ -44,6 +44,92 @@ pub fn zero_dense(m: &mut DMatrix<f64>) {
     m.as_mut_slice().fill(0.0);
 }
 
+/// `c = a b + beta c` for `beta` 0 or 1, equal bit for bit to nalgebra's `c.gemm(1.0, a, b,
+/// beta)`, which it falls back to, but without `matrixmultiply`'s packing: at a DDP knot's
+/// 36 x 36 and 36 x 12 blocks the packing, the allocation of its buffer and the masked edge tiles
+/// cost about as much as the multiply-adds.
+///
+/// Why equal: where nalgebra hands a product to `matrixmultiply` (every dimension above 5) and
+/// the CPU has FMA and AVX2, `matrixmultiply` runs its FMA kernel, which forms each entry of `a
+/// b` as one fused multiply-add chain over `k` in increasing order from zero (one block of `k`
+/// up to 256) and then stores `fma(1, ab, beta c)`. This kernel forms the same chain, eight rows
+/// by four columns at a time (four at the last rows), and stores `ab + c` or `ab + 0`, the same
+/// roundings. Anything else (other sizes, `beta`, CPUs) goes to nalgebra.
+pub fn gemm(c: &mut DMatrix<f64>, a: &DMatrix<f64>, b: &DMatrix<f64>, beta: f64) {
+    let ((m, k), n) = (a.shape(), b.ncols());
+    assert!(b.nrows() == k && c.shape() == (m, n), "gemm: shapes");
+    #[cfg(target_arch = "x86_64")]
+    {
+        let fits = m > 5 && n > 5 && k > 5 && k <= 256 && m.is_multiple_of(4) && n.is_multiple_of(4);
+        if fits && (beta == 0.0 || beta == 1.0) && fma_avx2() {
+            // SAFETY: the CPU has AVX2 and FMA (checked), and the shapes were asserted above.
+            unsafe { gemm_fma_avx2(m, k, n, a.as_slice(), b.as_slice(), beta, c.as_mut_slice()) };
+            return;
+        }
+    }
+    c.gemm(1.0, a, b, beta);
+}
+
+#[cfg(target_arch = "x86_64")]
+fn fma_avx2() -> bool {
+    // The test `matrixmultiply` uses to pick its FMA kernel.
+    std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
+}
+
+/// The kernel of [`gemm`]: column-major `a` (`m x k`), `b` (`k x n`), `c` (`m x n`), `m` and `n`
+/// multiples of 4.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn gemm_fma_avx2(m: usize, k: usize, n: usize, a: &[f64], b: &[f64], beta: f64, c: &mut [f64]) {
+    use std::arch::x86_64::*;
+    debug_assert!(
+        a.len() == m * k && b.len() == k * n && c.len() == m * n && m.is_multiple_of(4) && n.is_multiple_of(4)
+    );
+    let (ap, bp, cp) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
+    // SAFETY (every pointer offset below): rows `i + 8 <= m` or `i + 4 <= m`, columns `j + 4 <=
+    // n`, `p < k`, so each index is below the length of its slice.
+    unsafe {
+        let zero = _mm256_setzero_pd();
+        let store = |ptr: *mut f64, ab: __m256d| {
+            let old = if beta == 0.0 { zero } else { _mm256_loadu_pd(ptr) };
+            _mm256_storeu_pd(ptr, _mm256_add_pd(old, ab));
+        };
+        for j in (0..n).step_by(4) {
+            let mut i = 0;
+            while i + 8 <= m {
+                let mut acc = [[zero; 4]; 2];
+                for p in 0..k {
+                    let a0 = _mm256_loadu_pd(ap.add(i + p * m));
+                    let a1 = _mm256_loadu_pd(ap.add(i + 4 + p * m));
+                    for jj in 0..4 {
+                        let bb = _mm256_broadcast_sd(&*bp.add(p + (j + jj) * k));
+                        acc[0][jj] = _mm256_fmadd_pd(a0, bb, acc[0][jj]);
+                        acc[1][jj] = _mm256_fmadd_pd(a1, bb, acc[1][jj]);
+                    }
+                }
+                for jj in 0..4 {
+                    store(cp.add(i + (j + jj) * m), acc[0][jj]);
+                    store(cp.add(i + 4 + (j + jj) * m), acc[1][jj]);
+                }
+                i += 8;
+            }
+            if i < m {
+                let mut acc = [zero; 4];
+                for p in 0..k {
+                    let a0 = _mm256_loadu_pd(ap.add(i + p * m));
+                    for (jj, acc) in acc.iter_mut().enumerate() {
+                        let bb = _mm256_broadcast_sd(&*bp.add(p + (j + jj) * k));
+                        *acc = _mm256_fmadd_pd(a0, bb, *acc);
+                    }
+                }
+                for (jj, &acc) in acc.iter().enumerate() {
+                    store(cp.add(i + (j + jj) * m), acc);
+                }
+            }
+        }
+    }
+}
+
 /// `out = alpha * a * b`, skipping zero entries of `b` (Jacobians here are mostly sparse).
 pub fn gemm_into(alpha: f64, a: DMatrixView<f64>, b: DMatrixView<f64>, mut out: DMatrixViewMut<f64>) {
     assert!(a.ncols() == b.nrows() && out.nrows() == a.nrows() && out.ncols() == b.ncols(), "gemm_into: shapes");
@@ -444,6 +530,47 @@ mod tests {
                 let mut v = base.clone();
                 v[at] = bad;
                 assert!(!all_finite(&v), "{bad} at {at}");
+            }
+        }
+    }
+
+    /// [`gemm`] equals nalgebra's `gemm` bit for bit at DDP's shapes (both paths of the kernel:
+    /// eight-row tiles and the last four rows), at other shapes (its fallback), for `beta` 0 and
+    /// 1, with entries spread over many magnitudes and exact zeros (the sign of a zero sum).
+    #[test]
+    fn gemm_equals_nalgebra_bit_for_bit() {
+        let mut s: u64 = 777;
+        let mut next = move || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let u = (s >> 11) as f64 / (1u64 << 53) as f64;
+            let e = ((s >> 3) % 40) as i32 - 20;
+            if s.is_multiple_of(11) {
+                0.0
+            } else {
+                (2.0 * u - 1.0) * 2f64.powi(e)
+            }
+        };
+        for (m, k, n) in [
+            (36, 36, 36),
+            (36, 36, 12),
+            (12, 36, 36),
+            (12, 36, 12),
+            (36, 12, 36),
+            (20, 7, 8),
+            (6, 6, 6),
+            (5, 9, 9),
+            (18, 18, 18),
+        ] {
+            let a = DMatrix::from_fn(m, k, |_, _| next());
+            let b = DMatrix::from_fn(k, n, |_, _| next());
+            let c0 = DMatrix::from_fn(m, n, |_, _| next());
+            for beta in [0.0, 1.0] {
+                let mut ours = c0.clone();
+                gemm(&mut ours, &a, &b, beta);
+                let mut theirs = c0.clone();
+                theirs.gemm(1.0, &a, &b, beta);
+                let same = ours.iter().zip(theirs.iter()).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{m} x {k} x {n}, beta {beta}: max difference {}", (&ours - &theirs).abs().max());
             }
         }
     }

@@ -38,6 +38,7 @@
 //! 5.0e-6, 2.5e-6, ... at `alpha = 1, 1/2, 1/4, ...`.
 
 use super::action::{ActionData, ActionModel};
+use crate::linalg::gemm;
 use crate::validate::{Checker, SettingsError};
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
@@ -505,18 +506,18 @@ impl Ddp {
             w.qu.copy_from(&d.lu);
             w.qu.gemv_tr(1.0, &d.fu, &w.vx, 1.0);
             // Explicit transposes: nalgebra's `tr_mul` / `gemm_tr` are plain dot-product loops,
-            // while `gemm` on dynamic matrices goes through matrixmultiply's packed kernels
-            // (several times faster at 36 x 36).
+            // while `linalg::gemm` (matrixmultiply's arithmetic without its packing) runs
+            // several times faster at 36 x 36.
             d.fx.transpose_to(&mut w.fxt);
             d.fu.transpose_to(&mut w.fut);
-            w.vxx_fx.gemm(1.0, &w.vxx, &d.fx, 0.0);
-            w.vxx_fu.gemm(1.0, &w.vxx, &d.fu, 0.0);
+            gemm(&mut w.vxx_fx, &w.vxx, &d.fx, 0.0);
+            gemm(&mut w.vxx_fu, &w.vxx, &d.fu, 0.0);
             w.qxx.copy_from(&d.lxx);
-            w.qxx.gemm(1.0, &w.fxt, &w.vxx_fx, 1.0);
+            gemm(&mut w.qxx, &w.fxt, &w.vxx_fx, 1.0);
             w.quu.copy_from(&d.luu);
-            w.quu.gemm(1.0, &w.fut, &w.vxx_fu, 1.0);
+            gemm(&mut w.quu, &w.fut, &w.vxx_fu, 1.0);
             w.qux.copy_from(&d.lux);
-            w.qux.gemm(1.0, &w.fut, &w.vxx_fx, 1.0);
+            gemm(&mut w.qux, &w.fut, &w.vxx_fx, 1.0);
             for j in 0..nu {
                 w.quu[(j, j)] += self.mu;
             }
@@ -575,13 +576,13 @@ impl Ddp {
             w.vx.gemv_tr(1.0, &w.qux, &k, 1.0);
             // V_xx = Q_xx + K^T Q_uu K + K^T Q_ux + Q_ux^T K, symmetrized. With every control
             // free, Q_uu K = -Q_ux (same regularized Q_uu), so it is Q_xx + K^T Q_ux.
-            w.kt_qux.gemm(1.0, &w.gt, &w.qux, 0.0);
+            gemm(&mut w.kt_qux, &w.gt, &w.qux, 0.0);
             w.vxx.copy_from(&w.qxx);
             if all_free {
                 w.vxx += &w.kt_qux;
             } else {
-                w.gt_quu.gemm(1.0, &w.gt, &w.quu, 0.0);
-                w.vxx.gemm(1.0, &w.gt_quu, gain, 1.0);
+                gemm(&mut w.gt_quu, &w.gt, &w.quu, 0.0);
+                gemm(&mut w.vxx, &w.gt_quu, gain, 1.0);
                 w.vxx += &w.kt_qux;
                 w.kt_qux.transpose_to(&mut w.fxt);
                 w.vxx += &w.fxt;
