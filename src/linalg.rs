@@ -280,6 +280,25 @@ impl Pivoting for RelativePivot {
 }
 
 fn lu_factor_fixed<const N: usize>(a: &mut [f64], piv: &mut [usize], rule: impl Pivoting) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { lu_factor_fixed_avx2::<N>(a, piv, rule) };
+    }
+    lu_factor_fixed_body::<N>(a, piv, rule)
+}
+
+/// [`lu_factor_fixed`] compiled for AVX2: the row updates run four entries per instruction
+/// instead of two. The same multiplications and subtractions in the same order (no fused
+/// multiply-add: Rust never contracts `a - l * b`), so the same results.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn lu_factor_fixed_avx2<const N: usize>(a: &mut [f64], piv: &mut [usize], rule: impl Pivoting) -> bool {
+    lu_factor_fixed_body::<N>(a, piv, rule)
+}
+
+#[inline(always)]
+fn lu_factor_fixed_body<const N: usize>(a: &mut [f64], piv: &mut [usize], rule: impl Pivoting) -> bool {
     let a = rows_mut::<N>(a);
     let piv: &mut [usize; N] = (&mut piv[..N]).try_into().expect("N");
     const { assert!(N <= 12, "lu_factor_fixed: one step per column up to 12") };

@@ -284,7 +284,7 @@ pub fn transition_jacobians_after_step(
     settings: &StepSettings,
     ws: &mut StepWorkspace,
     tw: &mut TransitionWorkspace,
-    (q, v): (&[f64], &[f64]),
+    qv: (&[f64], &[f64]),
     step_info: StepInfo,
     loads: &[PointForce],
     direction: Option<&[f64]>,
@@ -292,6 +292,44 @@ pub fn transition_jacobians_after_step(
     a: &mut DMatrix<f64>,
     b: &mut DMatrix<f64>,
     c_out: Option<&mut DVector<f64>>,
+) -> TransitionInfo {
+    let args = (model, settings, ws, tw, qv, step_info, loads, direction, sensitivity, a, b, c_out);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { after_step_avx2(args) };
+    }
+    after_step(args)
+}
+
+/// The argument list of [`transition_jacobians_after_step`], passed on whole.
+type AfterStepArgs<'a> = (
+    &'a Model,
+    &'a StepSettings,
+    &'a mut StepWorkspace,
+    &'a mut TransitionWorkspace,
+    (&'a [f64], &'a [f64]),
+    StepInfo,
+    &'a [PointForce],
+    Option<&'a [f64]>,
+    Sensitivity,
+    &'a mut DMatrix<f64>,
+    &'a mut DMatrix<f64>,
+    Option<&'a mut DVector<f64>>,
+);
+
+/// [`after_step`] compiled for AVX2: its passes over all `2 nv + nu + 1` columns run four
+/// entries per instruction. The same operations in the same order (Rust never fuses a
+/// multiply and an add), so the same Jacobians.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn after_step_avx2(args: AfterStepArgs) -> TransitionInfo {
+    after_step(args)
+}
+
+#[inline(always)]
+fn after_step(
+    (model, settings, ws, tw, (q, v), step_info, loads, direction, sensitivity, a, b, c_out): AfterStepArgs,
 ) -> TransitionInfo {
     let (nv, nu, h) = (model.nv, model.nu, settings.dt);
     assert_eq!(a.shape(), (2 * nv, 2 * nv), "transition_jacobians: a must be 2nv x 2nv");
@@ -335,12 +373,23 @@ pub fn transition_jacobians_after_step(
     // dv+_fixed = L^-1 z, dw_fixed = J dv+_fixed + .. = Y^T z + .. with Y = L^-T J^T, and
     // dv+ = L^-1 (z + Y dlambda), two half solves per column instead of three.
     // (`tw.dv` is stored transposed: `tw.dv[(c, r)]` is entry (r, c).)
-    let m = &ws.data.mass_matrix;
-    for c in 0..nv {
-        for r in 0..nv {
-            tw.dv[(c, r)] = -h * tw.data.dtau_dq[(r, c)];
-            tw.dv[(nv + c, r)] = m[(r, c)] - h * tw.data.dtau_dv[(r, c)];
+    // Column c of each nv x nv block is contiguous; entry (r, c) of the right-hand side goes to
+    // `dv[c + r * ncols]`, a stride of ncols (plain slices: nalgebra's checked 2-D indexing
+    // cost more than the arithmetic here).
+    {
+        let (m, dq, dv) = (ws.data.mass_matrix.as_slice(), tw.data.dtau_dq.as_slice(), tw.data.dtau_dv.as_slice());
+        let z = tw.dv.as_mut_slice();
+        for c in 0..nv {
+            let col = c * nv..(c + 1) * nv;
+            for (x, &d) in z[c..].iter_mut().step_by(ncols).zip(&dq[col.clone()]) {
+                *x = -h * d;
+            }
+            for (x, (&mrc, &d)) in z[nv + c..].iter_mut().step_by(ncols).zip(m[col.clone()].iter().zip(&dv[col])) {
+                *x = mrc - h * d;
+            }
         }
+    }
+    for c in 0..nv {
         tw.dv[(nv + c, c)] += ws.mass_shift[c];
     }
     for c in 0..nu {
@@ -489,10 +538,10 @@ pub fn transition_jacobians_after_step(
                         }
                         tw.kmat[(r, r)] += shift * diag;
                     }
-                    for r in 0..n {
-                        for c in 0..ncols {
-                            tw.dw[(c, r)] = -tw.dw_fixed[(c, r)];
-                        }
+                    // Both are ncols x 3k: columns 0..n are one contiguous block.
+                    let len = n * ncols;
+                    for (d, &f) in tw.dw.as_mut_slice()[..len].iter_mut().zip(&tw.dw_fixed.as_slice()[..len]) {
+                        *d = -f;
                     }
                 }
             }
@@ -545,14 +594,20 @@ pub fn transition_jacobians_after_step(
         let mut a_qq = a.view_mut((iv, iv), (w, w));
         a_qq += tw.d_dq.view((iv, iv), (w, w));
     }
-    for c in 0..2 * nv {
+    // Row r of dv+ (all columns) is contiguous in `tw.dv`; it becomes row nv + r of A and B.
+    {
+        let z = tw.dv.as_slice();
+        let (a_s, b_s) = (a.as_mut_slice(), b.as_mut_slice());
         for r in 0..nv {
-            a[(nv + r, c)] = tw.dv[(c, r)];
-        }
-    }
-    for c in 0..nu {
-        for r in 0..nv {
-            b[(nv + r, c)] = tw.dv[(2 * nv + c, r)];
+            let row = &z[r * ncols..(r + 1) * ncols];
+            for (x, &v) in a_s[nv + r..].iter_mut().step_by(2 * nv).zip(&row[..2 * nv]) {
+                *x = v;
+            }
+            if nu > 0 {
+                for (x, &v) in b_s[nv + r..].iter_mut().step_by(2 * nv).zip(&row[2 * nv..2 * nv + nu]) {
+                    *x = v;
+                }
+            }
         }
     }
     if let Some(c) = c_out {
@@ -663,6 +718,7 @@ fn contact_force(ws: &StepWorkspace, c: usize, i: usize) -> Vector3<f64> {
 /// explicit inverse goes into `inv` (n right-hand sides), then one dense product, each row of
 /// `X` a combination of the rows of `B` (contiguous passes over all 49 columns of the
 /// quadruped). Allocation-free; `false` if singular.
+#[inline(always)]
 fn solve_by_inverse(
     k: &DMatrix<f64>,
     n: usize,
@@ -712,7 +768,9 @@ fn solve_by_inverse(
 /// `out = alpha * blk * R` for the `w x w` block `blk` and the rows `row0..row0 + w` of the
 /// matrix `R` stored transposed in `rt` (row `row0 + k` of `R` is column `row0 + k` of `rt`),
 /// restricted to `R`'s columns `col0..col0 + out.ncols()`. Entries are summed as
-/// [`crate::linalg::gemm_into`] sums them (zeros of `R` skipped).
+/// [`crate::linalg::gemm_into`] sums them (zeros of `R` skipped). Inlined so that it is
+/// compiled with its caller's AVX2.
+#[inline(always)]
 fn block_times_rows(
     alpha: f64,
     blk: nalgebra::DMatrixView<'_, f64>,

@@ -490,6 +490,24 @@ impl Ddp {
     /// Gauss-Newton backward pass at the current `mu`; `false` if a `Q_uu` is not positive
     /// definite. All products go into the preallocated [`Backward`] buffers.
     fn backward(&mut self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2.
+            return unsafe { self.backward_avx2() };
+        }
+        self.backward_body()
+    }
+
+    /// [`Self::backward`] compiled for AVX2, with its Cholesky factor and solves inlined (the
+    /// same operations in the same order, so the same gains).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn backward_avx2(&mut self) -> bool {
+        self.backward_body()
+    }
+
+    #[inline(always)]
+    fn backward_body(&mut self) -> bool {
         let t = self.problem.horizon();
         let w = &mut self.bw;
         w.vx.clone_from(&self.terminal_data.lx);
@@ -640,6 +658,7 @@ fn first_order_ascent(at_4a: Option<f64>, at_2a: Option<f64>, at_a: Option<f64>)
 /// (column-major, lower triangle written); `false` if a pivot is not positive (or NaN): `a` is
 /// not positive definite. Left-looking, on plain slices: at DDP's 12 x 12 `Q_uu` nalgebra's
 /// generic views cost more than the arithmetic.
+#[inline(always)]
 fn cholesky(a: &DMatrix<f64>, l: &mut [f64]) -> bool {
     let n = a.nrows();
     let l = &mut l[..n * n];
@@ -671,6 +690,7 @@ fn cholesky(a: &DMatrix<f64>, l: &mut [f64]) -> bool {
 /// Solves `L L^T X = B` in place for every column of `b` (column-major, `n` rows), `l` from
 /// [`cholesky`]. The substitutions run on the rows of `B` (copied into `rows`, row-major), so
 /// each step is one contiguous `axpy` across all right-hand sides (K's 36 columns at once).
+#[inline(always)]
 fn cholesky_solve(l: &[f64], n: usize, b: &mut [f64], rows: &mut Vec<f64>) {
     let m = b.len() / n;
     rows.resize(n * m, 0.0);

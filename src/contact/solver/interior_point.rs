@@ -506,6 +506,24 @@ impl ContactSolver {
 
     /// The driving loop: evaluate, test, step.
     fn drive(&mut self, settings: &Settings, centering: Centering, info: &mut Info) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2.
+            return unsafe { self.drive_avx2(settings, centering, info) };
+        }
+        self.drive_body(settings, centering, info)
+    }
+
+    /// [`Self::drive`] compiled for AVX2, with the iteration's steps inlined into it (the same
+    /// operations in the same order, so the same iterates).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn drive_avx2(&mut self, settings: &Settings, centering: Centering, info: &mut Info) {
+        self.drive_body(settings, centering, info)
+    }
+
+    #[inline(always)]
+    fn drive_body(&mut self, settings: &Settings, centering: Centering, info: &mut Info) {
         let kappa_res = match centering {
             Centering::Fixed(kappa) => kappa,
             Centering::PredictorCorrector => 0.0,
@@ -567,6 +585,7 @@ impl ContactSolver {
     /// One Newton (or predictor-corrector) iteration from the current iterate, which it updates.
     /// Returns the central-path parameter targeted (normalized) and the step length.
     /// `residual` is the current residual (against `kappa_res`, as [`Self::residual`]).
+    #[inline(always)]
     fn iterate(
         &mut self,
         settings: &Settings,
@@ -641,6 +660,7 @@ impl ContactSolver {
     }
 
     /// Sets the iterate to the saved one plus `alpha` times the direction.
+    #[inline(always)]
     fn take_step(&mut self, alpha: f64) {
         let k = self.k;
         let n = 3 * k;
@@ -659,6 +679,7 @@ impl ContactSolver {
 
     /// Whether `gamma, s > 0` and `beta, eta` are strictly inside the cone, as the next
     /// iteration computes them.
+    #[inline(always)]
     fn strictly_interior(&self) -> bool {
         (0..self.k).all(|i| {
             let gam = self.lam[3 * i];
@@ -677,6 +698,7 @@ impl ContactSolver {
     /// Nesterov-Todd scaling of `(beta, eta)` (the search direction) and the scaling is stored
     /// for [`Self::direction`] and [`Self::max_step`]; without, it is the plain Jacobian of the
     /// relaxed residual, rows 1-2 of `Arw(beta)^-1 Arw(eta) diag(mu, 1, 1)`.
+    #[inline(always)]
     fn assemble(&mut self, rho: f64, scaled: bool) {
         let k = self.k;
         let n = 3 * k;
@@ -710,6 +732,7 @@ impl ContactSolver {
     /// `W^-1 r_hat` for contact `i`'s cone pair (scaling from [`Self::store_nt_scaling`]):
     /// `r_hat = -lambda_nt + kappa lambda_nt^-1`, less `lambda_nt^-1 o ((W^-1 dbeta_a) o (W dx_a))`
     /// for Mehrotra's corrector when the affine direction `(dbeta_a, dx_a)` is given.
+    #[inline(always)]
     pub(super) fn scaled_cone_rhs(&self, i: usize, kappa: f64, affine: Option<([f64; 3], [f64; 3])>) -> [f64; 3] {
         let l = [self.lnt[3 * i], self.lnt[3 * i + 1], self.lnt[3 * i + 2]];
         let inv_det = 1.0 / self.detl[i];
@@ -750,6 +773,7 @@ impl ContactSolver {
     /// `r_hat = lambda_nt^-1 o (kappa e - lambda_nt o lambda_nt (- (W^-1 dbeta_a) o (W deta_a)))`
     /// `= -lambda_nt + kappa lambda_nt^-1 (- lambda_nt^-1 o c)`, with `Arw(lambda_nt)^-1` applied in
     /// closed form from the accurately computed `det(lambda_nt)`.
+    #[inline(always)]
     fn direction(&mut self, kappa: f64, corrector: bool) {
         let k = self.k;
         let n = 3 * k;
@@ -782,6 +806,7 @@ impl ContactSolver {
 
     /// Largest step along the current direction that keeps `gamma, s >= 0` and `beta, eta` in
     /// the cone (may be infinite). Uses the cone determinants stored by [`Self::assemble`].
+    #[inline(always)]
     fn max_step(&self) -> f64 {
         let mut alpha = f64::INFINITY;
         for i in 0..self.k {
@@ -799,6 +824,7 @@ impl ContactSolver {
     }
 
     /// `mu_c = sum_i (gamma s + beta^T eta) / (2k)`.
+    #[inline(always)]
     fn mean_complementarity(&self) -> f64 {
         // Not `mean_complementarity_after(0.0)`: that reads the direction, which at the start of
         // a solve is whatever the previous solve left (`0 * NaN` would leak into this one).
@@ -811,6 +837,7 @@ impl ContactSolver {
         acc / (2 * k.max(1)) as f64
     }
 
+    #[inline(always)]
     fn mean_complementarity_after(&self, alpha: f64) -> f64 {
         let k = self.k;
         let n = 3 * k;
@@ -831,6 +858,7 @@ impl ContactSolver {
 
     /// Scaled residual against target `kappa`, the `kappa = 0` complementarity (module docs) and
     /// the cone margin `min_i (mu_i gamma_i - ||l_t,i||)` (normalized), in one pass.
+    #[inline(always)]
     fn residual(&self, kappa: f64) -> (f64, f64, f64) {
         let k = self.k;
         let n = 3 * k;
