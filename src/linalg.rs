@@ -44,6 +44,31 @@ pub fn zero_dense(m: &mut DMatrix<f64>) {
     m.as_mut_slice().fill(0.0);
 }
 
+/// In the body of a function, `avx2_dispatch!(body, (a: A, b: B) -> R)` runs `body(a, b)`
+/// through a copy compiled for AVX2 where the CPU has it (a cached flag, checked per call), else
+/// as it is. For code whose loops vectorize: both copies do the same multiplications and
+/// additions in the same order (Rust never fuses them into FMA, the one instruction that would
+/// round differently), so they give the same numbers bit for bit; only the width of the vector
+/// instructions differs. `body` should be `#[inline(always)]`, so that it is compiled into the
+/// copy, and so should what it calls in the hot loops.
+macro_rules! avx2_dispatch {
+    ($body:path, ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx2")]
+            unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+                $body($($arg),*)
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                return unsafe { avx2($($arg),*) };
+            }
+        }
+        $body($($arg),*)
+    }};
+}
+pub(crate) use avx2_dispatch;
+
 /// `c = a b + beta c` for `beta` 0 or 1, equal bit for bit to nalgebra's `c.gemm(1.0, a, b,
 /// beta)`, which it falls back to, but without `matrixmultiply`'s packing: at a DDP knot's
 /// 36 x 36 and 36 x 12 blocks the packing, the allocation of its buffer and the masked edge tiles

@@ -294,12 +294,9 @@ pub fn transition_jacobians_after_step(
     c_out: Option<&mut DVector<f64>>,
 ) -> TransitionInfo {
     let args = (model, settings, ws, tw, qv, step_info, loads, direction, sensitivity, a, b, c_out);
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { after_step_avx2(args) };
-    }
-    after_step(args)
+    // Its passes over all `2 nv + nu + 1` columns, and the inverse solve and block products
+    // inlined into it, run four entries per instruction in the AVX2 copy.
+    crate::linalg::avx2_dispatch!(after_step, (args: AfterStepArgs<'_>) -> TransitionInfo)
 }
 
 /// The argument list of [`transition_jacobians_after_step`], passed on whole.
@@ -317,15 +314,6 @@ type AfterStepArgs<'a> = (
     &'a mut DMatrix<f64>,
     Option<&'a mut DVector<f64>>,
 );
-
-/// [`after_step`] compiled for AVX2: its passes over all `2 nv + nu + 1` columns run four
-/// entries per instruction. The same operations in the same order (Rust never fuses a
-/// multiply and an add), so the same Jacobians.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn after_step_avx2(args: AfterStepArgs) -> TransitionInfo {
-    after_step(args)
-}
 
 #[inline(always)]
 fn after_step(

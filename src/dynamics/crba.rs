@@ -26,20 +26,7 @@ pub fn crba(model: &Model, data: &mut Data, q: &[f64]) {
 /// `M(q)` from the placements `data.li_m_i` already computed for this `q` (by `rnea`, `nle`
 /// or `forward_kinematics`), saving the kinematics pass.
 pub fn crba_from_placements(model: &Model, data: &mut Data) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { crba_avx2(model, data) };
-    }
-    crba_body(model, data)
-}
-
-/// [`crba_from_placements`] compiled for AVX2 (the same operations in the same order, so the
-/// same mass matrix).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn crba_avx2(model: &Model, data: &mut Data) {
-    crba_body(model, data)
+    crate::linalg::avx2_dispatch!(crba_body, (model: &Model, data: &mut Data))
 }
 
 #[inline(always)]

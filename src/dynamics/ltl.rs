@@ -132,20 +132,7 @@ pub fn solve_l(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
 /// column-major `X` would make it a strided gather). Every entry sees the operations of
 /// [`solve_lt`] in the same order (with the division taken as a product by `1 / L_ii`).
 pub fn solve_lt_multi(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { solve_lt_multi_avx2(l, parent, x, m) };
-    }
-    solve_lt_multi_impl(l, parent, x, m)
-}
-
-/// [`solve_lt_multi`] compiled for AVX2 (four entries of a row pass per instruction; the same
-/// operations, so the same results).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn solve_lt_multi_avx2(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usize) {
-    solve_lt_multi_impl(l, parent, x, m)
+    crate::linalg::avx2_dispatch!(solve_lt_multi_impl, (l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usize))
 }
 
 #[inline(always)]
@@ -176,20 +163,7 @@ fn solve_lt_multi_impl(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usi
 /// `X <- L^-1 X` for every column of the `n x m` matrix `X` stored by rows (see
 /// [`solve_lt_multi`]).
 pub fn solve_l_multi(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { solve_l_multi_avx2(l, parent, x, m) };
-    }
-    solve_l_multi_impl(l, parent, x, m)
-}
-
-/// [`solve_l_multi`] compiled for AVX2 (four entries of a row pass per instruction; the same
-/// operations, so the same results).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn solve_l_multi_avx2(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usize) {
-    solve_l_multi_impl(l, parent, x, m)
+    crate::linalg::avx2_dispatch!(solve_l_multi_impl, (l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usize))
 }
 
 #[inline(always)]

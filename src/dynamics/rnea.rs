@@ -23,20 +23,10 @@ pub fn nle(model: &Model, data: &mut Data, q: &[f64], v: &[f64]) {
 }
 
 fn rnea_impl(model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: Option<&[f64]>) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { rnea_avx2(model, data, q, v, a) };
-    }
-    rnea_body(model, data, q, v, a)
-}
-
-/// [`rnea_impl`] compiled for AVX2 (the same operations in the same order, so the same
-/// results; the 6-vector arithmetic runs four entries per instruction).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn rnea_avx2(model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: Option<&[f64]>) {
-    rnea_body(model, data, q, v, a)
+    crate::linalg::avx2_dispatch!(
+        rnea_body,
+        (model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: Option<&[f64]>)
+    )
 }
 
 #[inline(always)]

@@ -77,20 +77,10 @@ pub fn rnea_derivatives_with_forces(
     a: &[f64],
     forces: &[PointForce],
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { with_forces_avx2(model, data, q, v, a, forces) };
-    }
-    with_forces(model, data, q, v, a, forces)
-}
-
-/// [`rnea_derivatives_with_forces`] compiled for AVX2 (the 6-vector and 6 x 6 products run four
-/// entries per instruction; the same operations in the same order, so the same results).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn with_forces_avx2(model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: &[f64], forces: &[PointForce]) {
-    with_forces(model, data, q, v, a, forces)
+    crate::linalg::avx2_dispatch!(
+        with_forces,
+        (model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: &[f64], forces: &[PointForce])
+    )
 }
 
 #[inline(always)]

@@ -250,20 +250,8 @@ pub fn stage_free_velocity(model: &Model, ws: &mut StepWorkspace, v: &[f64], u: 
 /// Stage 4: for the `ka` active contacts, `Y = L^-T J^T`, `G = J M^-1 J^T = Y^T Y` and
 /// `b = J v_free + [phi/h; 0; 0]`.
 pub fn stage_delassus(ws: &mut StepWorkspace, h: f64) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { delassus_avx2(ws, h) };
-    }
-    delassus(ws, h)
-}
-
-/// [`stage_delassus`] compiled for AVX2, with its chain solves inlined (the same operations in
-/// the same order, so the same `G` and `b`).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn delassus_avx2(ws: &mut StepWorkspace, h: f64) {
-    delassus(ws, h)
+    // The chain solves are inlined into the AVX2 copy.
+    crate::linalg::avx2_dispatch!(delassus, (ws: &mut StepWorkspace, h: f64))
 }
 
 #[inline(always)]
