@@ -490,20 +490,9 @@ impl Ddp {
     /// Gauss-Newton backward pass at the current `mu`; `false` if a `Q_uu` is not positive
     /// definite. All products go into the preallocated [`Backward`] buffers.
     fn backward(&mut self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2.
-            return unsafe { self.backward_avx2() };
-        }
-        self.backward_body()
-    }
-
-    /// [`Self::backward`] compiled for AVX2, with its Cholesky factor and solves inlined (the
-    /// same operations in the same order, so the same gains).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn backward_avx2(&mut self) -> bool {
-        self.backward_body()
+        // Its Cholesky factor and solves are inlined into the AVX2 copy.
+        let this = self;
+        crate::linalg::avx2_dispatch!(Ddp::backward_body, (this: &mut Ddp) -> bool)
     }
 
     #[inline(always)]

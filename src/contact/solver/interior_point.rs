@@ -506,20 +506,12 @@ impl ContactSolver {
 
     /// The driving loop: evaluate, test, step.
     fn drive(&mut self, settings: &Settings, centering: Centering, info: &mut Info) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2.
-            return unsafe { self.drive_avx2(settings, centering, info) };
-        }
-        self.drive_body(settings, centering, info)
-    }
-
-    /// [`Self::drive`] compiled for AVX2, with the iteration's steps inlined into it (the same
-    /// operations in the same order, so the same iterates).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn drive_avx2(&mut self, settings: &Settings, centering: Centering, info: &mut Info) {
-        self.drive_body(settings, centering, info)
+        // The iteration's steps are inlined into the AVX2 copy.
+        let this = self;
+        crate::linalg::avx2_dispatch!(
+            ContactSolver::drive_body,
+            (this: &mut ContactSolver, settings: &Settings, centering: Centering, info: &mut Info)
+        )
     }
 
     #[inline(always)]
