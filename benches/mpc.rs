@@ -3,7 +3,8 @@
 //! iterations per cycle, against the 10 ms control period they must fit in; and on
 //! scenes/mpc_step.ron (rotor inertia, 3 iterations) without and with step sampling (the eight
 //! trots generated and compared at every cycle, as `MpcDriver` does, or one in turn as in
-//! scenes/mpc_step_fast.ron). Baseline in the same run:
+//! scenes/mpc_step_fast.ron, and that with the budgeted replans of scenes/mpc_step_budget.ron).
+//! Baseline in the same run:
 //! one control period of the simulator under the scene's joint PD (5 steps of 2 ms).
 //!
 //! Run: `cargo bench --no-default-features --bench mpc`.
@@ -52,6 +53,21 @@ fn bench(c: &mut Criterion) {
     c.bench_function("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot", |b| {
         b.iter(|| {
             let (_, trots) = one.trots_at(&rotors, 0.0, replan, problem.knots, step.knot_dt);
+            replan += 1;
+            std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
+        })
+    });
+    // The same with budgeted replans (scenes/mpc_step_budget.ron: warm-started contact solves,
+    // a replan ended at its first rejected line search, diverging trials cut short).
+    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_step_budget.ron")).unwrap();
+    let budget = s.mpc_settings().unwrap();
+    let one_budget = budget.step_sampling.expect("scenes/mpc_step_budget.ron samples steps");
+    let problem = horizon_problem(&rotors, &hold_torque(&rotors), &budget, budget.sensitivity());
+    let mut mpc = Mpc::new(&problem, budget.iterations, 10);
+    let mut replan = 0;
+    c.bench_function("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_budgeted", |b| {
+        b.iter(|| {
+            let (_, trots) = one_budget.trots_at(&rotors, 0.0, replan, problem.knots, budget.knot_dt);
             replan += 1;
             std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
         })

@@ -223,6 +223,8 @@ struct BiasedGradient {
     lqr: Lqr,
     bias: f64,
     calcs: std::sync::atomic::AtomicUsize,
+    /// What the model reports as `nonnegative_cost` (true only for a cost without linear terms).
+    nonnegative: bool,
 }
 
 impl ActionModel for BiasedGradient {
@@ -245,6 +247,9 @@ impl ActionModel for BiasedGradient {
     fn calc_diff(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
         self.lqr.calc_diff(d, x, u);
         d.lu.add_scalar_mut(self.bias);
+    }
+    fn nonnegative_cost(&self) -> bool {
+        self.nonnegative
     }
     fn integrate(&self, x: &DVector<f64>, dx: &DVector<f64>, out: &mut DVector<f64>) {
         self.lqr.integrate(x, dx, out)
@@ -280,7 +285,7 @@ fn a_line_search_along_a_first_order_ascent_is_cut_short() {
         ..lqr.clone()
     };
     let solve = |cut: bool| {
-        let running = Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, calcs: 0.into() });
+        let running = Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, calcs: 0.into(), nonnegative: false });
         let problem = ShootingProblem {
             x0: DVector::zeros(1),
             running: vec![running.clone() as Arc<dyn ActionModel>],
@@ -298,4 +303,101 @@ fn a_line_search_along_a_first_order_ascent_is_cut_short() {
     assert_eq!(cut.3, 3, "the cut stops after steps 1, 1/2 and 1/4");
     assert_eq!((cut.0, cut.1, cut.2), (full.0, full.1, full.2));
     assert_eq!(cut.1, -0.9, "every trial was rejected");
+}
+
+/// The scalar problem of the cut test: every line search is rejected, and raising `mu` changes
+/// nothing, so a budgeted solve (`max_rejected_line_searches = 1`) ends after its first
+/// iteration with the answer the unbudgeted one reaches after all five.
+#[test]
+fn a_budgeted_solve_stops_at_its_first_rejected_line_search() {
+    let one = |v: f64| DMatrix::from_element(1, 1, v);
+    let lqr = Lqr {
+        a: one(1.0),
+        b: one(0.0),
+        c: DVector::zeros(1),
+        q: one(1.0),
+        q_lin: DVector::zeros(1),
+        r: one(1.0),
+        r_lin: DVector::zeros(1),
+        n: DMatrix::zeros(1, 1),
+    };
+    let terminal = Lqr {
+        b: DMatrix::zeros(1, 0),
+        r: DMatrix::zeros(0, 0),
+        r_lin: DVector::zeros(0),
+        n: DMatrix::zeros(0, 1),
+        ..lqr.clone()
+    };
+    let solve = |budget: Option<usize>| {
+        let running = Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, calcs: 0.into(), nonnegative: false });
+        let problem = ShootingProblem {
+            x0: DVector::zeros(1),
+            running: vec![running.clone() as Arc<dyn ActionModel>],
+            terminal: Arc::new(terminal.clone()),
+        };
+        let settings = Settings { max_iterations: 5, max_rejected_line_searches: budget, ..Default::default() };
+        let mut ddp = Ddp::new(problem, settings);
+        let info = ddp.solve(Some(&[DVector::from_element(1, -0.9)]), None);
+        (info.status, info.iterations, info.line_search_trials, ddp.us[0][0], info.cost)
+    };
+    let (full, budgeted) = (solve(None), solve(Some(1)));
+    assert_eq!((full.0, full.1, full.2), (Status::MaxIterations, 5, 15), "five rejected searches of three trials");
+    assert_eq!((budgeted.0, budgeted.1, budgeted.2), (Status::LineSearchFailed, 1, 3));
+    assert_eq!((budgeted.3, budgeted.4), (full.3, full.4));
+}
+
+/// `x+ = u` over ten knots with a pure quadratic cost, from `x0 = 1` and `u = 1` at every
+/// knot, and a gradient biased by +30: the model's full step overshoots the optimum (`u = 0`)
+/// many times over, so the first iteration accepts only a step of 1/16 and the later ones
+/// none, after trials whose cost rises up to a hundredfold within the first knots. With
+/// `trial_abort = 2` such a trial stops at the knot where its running cost passes twice the
+/// current cost (every cost is non-negative): fewer model calls, the same steps accepted and
+/// the same answer. A model that does not declare its cost non-negative is never cut.
+#[test]
+fn trial_abort_stops_diverging_trials_early_with_the_same_answer() {
+    let one = |v: f64| DMatrix::from_element(1, 1, v);
+    let lqr = Lqr {
+        a: one(0.0),
+        b: one(1.0),
+        c: DVector::zeros(1),
+        q: one(1.0),
+        q_lin: DVector::zeros(1),
+        r: one(0.1),
+        r_lin: DVector::zeros(1),
+        n: DMatrix::zeros(1, 1),
+    };
+    let terminal = Lqr {
+        b: DMatrix::zeros(1, 0),
+        r: DMatrix::zeros(0, 0),
+        r_lin: DVector::zeros(0),
+        n: DMatrix::zeros(0, 1),
+        ..lqr.clone()
+    };
+    let solve = |abort: Option<f64>, nonnegative: bool| {
+        let running = Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 30.0, calcs: 0.into(), nonnegative });
+        let problem = ShootingProblem {
+            x0: DVector::from_element(1, 1.0),
+            running: vec![running.clone() as Arc<dyn ActionModel>; 10],
+            terminal: Arc::new(BiasedGradient { lqr: terminal.clone(), bias: 0.0, calcs: 0.into(), nonnegative }),
+        };
+        let settings = Settings { max_iterations: 3, trial_abort: abort, ..Default::default() };
+        let mut ddp = Ddp::new(problem, settings);
+        let info = ddp.solve(Some(&vec![DVector::from_element(1, 1.0); 10]), None);
+        let us: Vec<f64> = ddp.us.iter().map(|u| u[0]).collect();
+        (
+            info.status,
+            info.iterations,
+            info.line_search_trials,
+            us,
+            info.cost,
+            running.calcs.load(std::sync::atomic::Ordering::Relaxed),
+        )
+    };
+    let full = solve(None, true);
+    let cut = solve(Some(2.0), true);
+    let undeclared = solve(Some(2.0), false);
+    assert!(full.2 > 3, "the biased steps need several trials: {full:?}");
+    assert_eq!((cut.0, cut.1, cut.2, &cut.3, cut.4), (full.0, full.1, full.2, &full.3, full.4));
+    assert!(cut.5 + 10 <= full.5, "aborted trials skip knots: {} against {} model calls", cut.5, full.5);
+    assert_eq!(undeclared.5, full.5, "costs not declared non-negative are never cut");
 }

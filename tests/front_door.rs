@@ -104,6 +104,11 @@ fn bad_values(task: &Task) -> Vec<(SettingsError, &'static str, &'static str)> {
     );
     push(MpcSettings { iterations: 0, ..MpcSettings::default() }.validate(), "MpcSettings", "iterations");
     push(MpcSettings { knot_dt: f64::NAN, ..MpcSettings::default() }.validate(), "MpcSettings", "knot_dt");
+    push(
+        MpcSettings { trial_abort: Some(f64::NAN), ..MpcSettings::default() }.validate(),
+        "MpcSettings",
+        "trial_abort",
+    );
     let sampling = contactlab::ocp::mpc::StepSampling { frequency: 0.0, ..Default::default() };
     push(
         MpcSettings { step_sampling: Some(sampling), ..MpcSettings::default() }.validate(),
@@ -149,6 +154,12 @@ fn bad_values(task: &Task) -> Vec<(SettingsError, &'static str, &'static str)> {
         "valid_fraction",
     );
     push(DdpSettings { mu_factor: 1.0, ..DdpSettings::default() }.validate(), "ddp::Settings", "mu_factor");
+    push(
+        DdpSettings { max_rejected_line_searches: Some(0), ..DdpSettings::default() }.validate(),
+        "ddp::Settings",
+        "max_rejected_line_searches",
+    );
+    push(DdpSettings { trial_abort: Some(1.0), ..DdpSettings::default() }.validate(), "ddp::Settings", "trial_abort");
     out
 }
 

@@ -71,6 +71,12 @@ pub trait ActionModel: Send + Sync {
     fn calc(&self, data: &mut ActionData, x: &DVector<f64>, u: &DVector<f64>);
     /// `calc` plus all derivatives at `(x, u)`.
     fn calc_diff(&self, data: &mut ActionData, x: &DVector<f64>, u: &DVector<f64>);
+    /// Whether `calc`'s cost is never negative, at any `(x, u)`. A forward pass of DDP may then
+    /// stop a trial as soon as its running sum is already too high (`ddp::Settings::trial_abort`).
+    /// Default `false`.
+    fn nonnegative_cost(&self) -> bool {
+        false
+    }
     /// `x (+) dx` on the state manifold.
     fn integrate(&self, x: &DVector<f64>, dx: &DVector<f64>, out: &mut DVector<f64>);
     /// `x1 (-) x0`: the tangent `dx` with `x0 (+) dx = x1`.

@@ -352,6 +352,9 @@ pub struct CitoProblem {
     pub ramp: Option<Ramp>,
     /// Initial controls per knot; `None`: `u_guess` at every knot.
     pub guess: Option<Vec<DVector<f64>>>,
+    /// Warm-start every knot's contact solve ([`ContactAction::warm_start`]); CITO leaves it
+    /// off so that its plans replay exactly, MPC may turn it on.
+    pub warm_start_contacts: bool,
 }
 
 /// A reference that moves from the start pose to the cost's target over the first `fraction`
@@ -528,6 +531,7 @@ impl CitoProblem {
                 }
             },
             ramp: (spec.ramp > 0.0).then_some(Ramp { position: base.trans, rotation: base.rot, fraction: spec.ramp }),
+            warm_start_contacts: false,
         })
     }
 
@@ -543,6 +547,7 @@ impl CitoProblem {
                 terminal,
             );
             a.clearance = self.clearance;
+            a.warm_start = self.warm_start_contacts;
             a
         };
         let running: Vec<Arc<dyn ActionModel>> = match &self.ramp {

@@ -79,6 +79,11 @@ pub struct ContactAction {
     pub terminal: Option<f64>,
     /// Foot clearance term; `None` (the default of [`ContactAction::new`]) leaves it out.
     pub clearance: Option<FootClearance>,
+    /// Start each contact solve from this knot's previous solution instead of cold (`false`,
+    /// the default of [`ContactAction::new`]): fewer interior-point iterations, but a plan is
+    /// then reproduced by replaying its controls only to within the solver tolerance (see
+    /// `calc`). For MPC, whose plans are never replayed.
+    pub warm_start: bool,
     lower: DVector<f64>,
     upper: DVector<f64>,
 }
@@ -110,7 +115,7 @@ impl ContactAction {
     ) -> Self {
         let lower = DVector::from_iterator(model.nu, model.effort_limits.iter().map(|l| -l));
         let upper = DVector::from_iterator(model.nu, model.effort_limits.iter().copied());
-        Self { model, terrain, settings, sensitivity, cost, terminal, clearance: None, lower, upper }
+        Self { model, terrain, settings, sensitivity, cost, terminal, clearance: None, warm_start: false, lower, upper }
     }
 
     /// The foot clearance cost at `x` (module docs), added to `grad` / `hess` if given. Uses
@@ -285,11 +290,13 @@ impl ActionModel for ContactAction {
             d.ok = d.cost.is_finite();
             return;
         }
-        // No warm start from this knot's previous iterate: the interior-point solution then
-        // depends on (x, u) alone, so a replay of the controls reproduces the planned states
-        // (a warm start moves the solution within the solver tolerance, and a gait amplifies
-        // 1e-5 m/s differences into a different trajectory within a few knots).
-        work.ws.reset_warm_start();
+        // No warm start from this knot's previous iterate unless asked: the interior-point
+        // solution then depends on (x, u) alone, so a replay of the controls reproduces the
+        // planned states (a warm start moves the solution within the solver tolerance, and a
+        // gait amplifies 1e-5 m/s differences into a different trajectory within a few knots).
+        if !self.warm_start {
+            work.ws.reset_warm_start();
+        }
         let info = step(
             m,
             &self.terrain,
@@ -415,6 +422,20 @@ impl ActionModel for ContactAction {
         d.luu.fill_with_identity();
         d.luu *= self.cost.w_control;
         zero_dense(&mut d.lux);
+    }
+    fn nonnegative_cost(&self) -> bool {
+        // Every term is a weighted square (the clearance weight times a positive exponential).
+        let c = &self.cost;
+        let scalars = [
+            c.w_posture,
+            c.w_joint_velocity,
+            c.w_base_velocity,
+            c.w_control,
+            c.w_joint_range,
+            self.clearance.map_or(0.0, |c| c.weight),
+            self.terminal.unwrap_or(0.0),
+        ];
+        c.w_position.iter().chain(c.w_orientation.iter()).chain(scalars.iter()).all(|&w| w >= 0.0)
     }
     fn integrate(&self, x: &DVector<f64>, dx: &DVector<f64>, out: &mut DVector<f64>) {
         let m = &*self.model;

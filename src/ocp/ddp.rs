@@ -36,6 +36,21 @@
 //! default). Near a relaxed optimum this is the common case: at MPC's steady stance the third
 //! DDP iteration's full step predicts a decrease of 1.5e-6 and the cost rises by 1.0e-5,
 //! 5.0e-6, 2.5e-6, ... at `alpha = 1, 1/2, 1/4, ...`.
+//!
+//! # Budgeted solves
+//! Two options for a solver that must finish within a control period (MPC), both off by
+//! default. A rejected line search leaves the trajectory and its derivatives as they were and
+//! only multiplies `mu` by `mu_factor`; while `mu` is small against `Q_uu` the next iteration
+//! tries nearly the same steps and is rejected again (in 300 one-trot MPC replans of
+//! `scenes/mpc_step_fast.ron` with warm-started contacts, 111 iterations followed a rejected
+//! one and all 111 were rejected: a fifth of all trial rollouts). So
+//! `max_rejected_line_searches` ends the solve after that many rejections in a row.
+//! `trial_abort = f` stops a trial rollout as soon as its running cost exceeds `f` times the
+//! current cost, when every model's cost is non-negative: the trial could only end above it
+//! and be rejected, so the accepted steps are the ones the full rollouts would accept. What
+//! changes is that such a trial reports no cost, so the ascent cut above cannot use it (it
+//! needs three exact cost changes); trials that raise the cost `f`-fold are rarely part of a
+//! first-order ascent.
 
 use super::action::{ActionData, ActionModel};
 use crate::linalg::gemm;
@@ -79,6 +94,14 @@ pub struct Settings {
     /// Stop a line search whose trial steps raise the cost in proportion to the step (module
     /// docs). Default true.
     pub cut_first_order_ascent: bool,
+    /// Stop the solve (`LineSearchFailed`) after this many line searches in a row were
+    /// rejected (module docs, "Budgeted solves"). Default `None`: only `mu_max` stops it.
+    pub max_rejected_line_searches: Option<usize>,
+    /// Stop a trial forward pass, as rejected, once its running cost exceeds this multiple of
+    /// the current cost, where every model's cost is non-negative
+    /// ([`ActionModel::nonnegative_cost`]; module docs, "Budgeted solves"). Default `None`:
+    /// every trial runs to the end.
+    pub trial_abort: Option<f64>,
 }
 
 impl Default for Settings {
@@ -93,6 +116,8 @@ impl Default for Settings {
             alpha_min: 1.0 / 1024.0,
             armijo: 1e-4,
             cut_first_order_ascent: true,
+            max_rejected_line_searches: None,
+            trial_abort: None,
         }
     }
 }
@@ -118,6 +143,12 @@ impl Settings {
             .check((0.0..1.0).contains(&self.armijo), "armijo", || {
                 format!("{} is out of range: allowed [0, 1)", self.armijo)
             })
+            .check(self.max_rejected_line_searches != Some(0), "max_rejected_line_searches", || {
+                "0 is out of range: allowed 1.. or none".to_string()
+            })
+            .check(self.trial_abort.is_none_or(|f| f.is_finite() && f >= 1.01), "trial_abort", || {
+                format!("{:?} is out of range: allowed [1.01, inf) or none", self.trial_abort)
+            })
             .finish()
     }
 }
@@ -129,7 +160,8 @@ pub enum Status {
     MaxIterations,
     /// `mu` exceeded `mu_max` (the backward pass or the line search kept failing).
     RegularizationLimit,
-    /// No step length down to `alpha_min` improved the cost, even at the largest `mu`.
+    /// No step length down to `alpha_min` improved the cost, even at the largest `mu`, or
+    /// `max_rejected_line_searches` line searches in a row failed.
     LineSearchFailed,
     Cancelled,
     /// The initial rollout or the derivatives were not finite (or a model reported failure).
@@ -382,6 +414,7 @@ impl Ddp {
         // search leaves the trajectory (and them) as they were, so the next iteration, which
         // only raises mu, reuses them instead of differentiating the same knots again.
         let mut differentiated = false;
+        let mut rejected_in_row = 0;
         for it in 0..self.settings.max_iterations {
             let started = Instant::now();
             if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
@@ -421,6 +454,10 @@ impl Ddp {
             }
             // Line search.
             let cost0 = self.cost();
+            let abort_above = match self.settings.trial_abort {
+                Some(f) if cost0 > 0.0 && self.nonnegative_costs() => f * cost0,
+                _ => f64::INFINITY,
+            };
             let mut alpha = 1.0;
             let mut accepted = None;
             // Cost changes of the two previous trials (steps 4 alpha and 2 alpha).
@@ -429,7 +466,7 @@ impl Ddp {
                 let expected = -(alpha * self.d1 + 0.5 * alpha * alpha * self.d2);
                 let mut change = None;
                 info.line_search_trials += 1;
-                if let Some(cost) = self.forward(alpha) {
+                if let Some(cost) = self.forward(alpha, abort_above) {
                     let actual = cost0 - cost;
                     if actual.is_finite()
                         && (actual >= self.settings.armijo * expected)
@@ -449,6 +486,7 @@ impl Ddp {
             match accepted {
                 Some((alpha, expected, actual, cost)) => {
                     differentiated = false;
+                    rejected_in_row = 0;
                     self.keep_trial();
                     info.cost = cost;
                     info.iterations = it + 1;
@@ -474,7 +512,10 @@ impl Ddp {
                 }
                 None => {
                     self.mu = (self.mu * self.settings.mu_factor).max(1e-12);
-                    if self.mu > self.settings.mu_max {
+                    rejected_in_row += 1;
+                    if self.mu > self.settings.mu_max
+                        || self.settings.max_rejected_line_searches.is_some_and(|n| rejected_in_row >= n)
+                    {
                         info.status = Status::LineSearchFailed;
                         info.iterations = it + 1;
                         return info;
@@ -607,9 +648,15 @@ impl Ddp {
         self.d1.is_finite() && self.d2.is_finite()
     }
 
+    /// Whether every model's cost is non-negative ([`ActionModel::nonnegative_cost`]).
+    fn nonnegative_costs(&self) -> bool {
+        self.problem.terminal.nonnegative_cost() && self.problem.running.iter().all(|m| m.nonnegative_cost())
+    }
+
     /// Forward pass with step `alpha` into the trial buffers; the trial cost, or `None` if a
-    /// model failed or produced non-finite numbers.
-    fn forward(&mut self, alpha: f64) -> Option<f64> {
+    /// model failed or produced non-finite numbers, or the running cost passed `abort_above`
+    /// (which only non-negative costs make safe: the trial can only end above it).
+    fn forward(&mut self, alpha: f64, abort_above: f64) -> Option<f64> {
         let p = &self.problem;
         let t = p.horizon();
         self.xs_try[0].copy_from(&p.x0);
@@ -627,6 +674,9 @@ impl Ddp {
                 return None;
             }
             cost += d.cost;
+            if cost > abort_above {
+                return None;
+            }
             self.xs_try[i + 1] = d.x_next.clone();
         }
         p.terminal.calc(&mut self.try_terminal, &self.xs_try[t], &DVector::zeros(0));

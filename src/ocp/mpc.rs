@@ -33,6 +33,15 @@
 //! 2022, sample around the nominal plan with noise; here the samples are gait primitives). The
 //! cost is eight PD rollouts and eight cost rollouts per replan.
 //!
+//! **Budgeted replans** (three settings, all off by default), for a replan that must fit the
+//! control period. `warm_start_contacts` starts every knot's contact solve from that knot's
+//! last solution (the interior-point solver's warm start) instead of cold; CITO keeps them cold
+//! so that replaying a plan's controls reproduces its states bit for bit, which MPC never does.
+//! `stop_at_rejection` ends a replan at its first rejected line search: the next iteration
+//! would only raise the regularization and try nearly the same steps (`super::ddp`, "Budgeted
+//! solves"). `trial_abort` stops a line-search trial whose running cost already exceeds that
+//! multiple of the plan's cost (it could only be rejected).
+//!
 //! *Recovered* means: the base position is within `recovery_tolerance` of its target at every
 //! simulator step from at most `recovery_time` after the last pull ends to the end of the run
 //! (which must last that long).
@@ -102,6 +111,17 @@ pub struct MpcSettings {
     /// Stepping warm starts sampled at every replan \[none\] (module docs, "Step sampling").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_sampling: Option<StepSampling>,
+    /// Warm-start each knot's contact solve from its last solution \[false\] (module docs,
+    /// "Budgeted replans").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warm_start_contacts: bool,
+    /// End a replan at its first rejected line search \[false\].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stop_at_rejection: bool,
+    /// Stop a line-search trial once its running cost exceeds this multiple of the plan's
+    /// cost, at least 1.01 \[none\].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial_abort: Option<f64>,
 }
 
 /// Predictive sampling of stepping warm starts (module docs): at every replan the scene's joint
@@ -194,6 +214,9 @@ impl Default for MpcSettings {
             recovery_tolerance: default_recovery_tolerance(),
             recovery_time: default_recovery_time(),
             step_sampling: None,
+            warm_start_contacts: false,
+            stop_at_rejection: false,
+            trial_abort: None,
         }
     }
 }
@@ -215,6 +238,11 @@ impl MpcSettings {
                 .finite("step_sampling.side", t.side)
                 .finite("step_sampling.stride", t.stride)
                 .count("step_sampling.per_replan", t.per_replan, 1, 8);
+        }
+        if let Some(f) = self.trial_abort {
+            c.check(f.is_finite() && f >= 1.01, "trial_abort", || {
+                format!("{f} is out of range: allowed [1.01, inf) or none")
+            });
         }
         c.finish()?;
         self.weights.validate().map_err(|e| e.within("MpcSettings", "weights"))
@@ -787,10 +815,16 @@ pub fn horizon_problem(
         terminal_weight: spec.weights.terminal,
         knots: (spec.horizon / spec.knot_dt).round().max(1.0) as usize,
         sensitivity,
-        ddp: Settings { max_iterations: spec.iterations, ..Default::default() },
+        ddp: Settings {
+            max_iterations: spec.iterations,
+            max_rejected_line_searches: spec.stop_at_rejection.then_some(1),
+            trial_abort: spec.trial_abort,
+            ..Default::default()
+        },
         clearance: super::cito::clearance(&spec.weights),
         ramp: None,
         guess: None,
+        warm_start_contacts: spec.warm_start_contacts,
     }
 }
 
