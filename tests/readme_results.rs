@@ -133,7 +133,7 @@ fn the_sweep_table_is_the_committed_summaries() {
 /// The MPC table's first row is the committed closed-loop run.
 #[test]
 fn the_mpc_rows_are_the_committed_runs() {
-    for run in ["mpc_pull", "mpc_pull_rotors"] {
+    for run in ["mpc_pull", "mpc_pull_rotors", "mpc_step_budget", "mpc_step_fast"] {
         mpc_row_is_the_committed_run(run);
     }
 }
@@ -265,8 +265,8 @@ fn controller_rows_stand_in_readme(readme: &str, file: &Path, md: &str, count: u
 }
 
 /// The rotor-inertia pulls from perturbed starts (`examples/pull_starts.rs`), without and with
-/// step sampling (and with it from ten fresh starts): every controller row of each committed
-/// `pull_starts.md` stands in the README, and the file holds every run.
+/// step sampling (and with it from ten fresh starts; budgeted, from thirty): every controller
+/// row of each committed `pull_starts.md` stands in the README, and the file holds every run.
 #[test]
 fn the_pull_starts_tables_are_the_committed_runs() {
     let readme = readme();
@@ -276,6 +276,10 @@ fn the_pull_starts_tables_are_the_committed_runs() {
         "pull_starts_step_fast",
         "pull_starts_step_fresh",
         "pull_starts_step_fast_fresh",
+        "pull_starts_step_budget",
+        "pull_starts_step_budget_fresh",
+        "pull_starts_step_budget_seeds20",
+        "pull_starts_step_fast_seeds20",
     ] {
         let file = root().join(format!("docs/results/mpc/{dir}/pull_starts.md"));
         let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
@@ -297,6 +301,7 @@ fn the_benchmark_rows_are_the_committed_medians() {
         ("mpc_replan_3_iterations_30_knots_rotors", 2),
         ("mpc_replan_3_iterations_30_knots_rotors_step_sampling", 2),
         ("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot", 2),
+        ("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_budgeted", 2),
         ("baseline_simulator_10ms_joint_pd_5_steps", 3),
     ] {
         let v = &b[name];
@@ -306,18 +311,22 @@ fn the_benchmark_rows_are_the_committed_medians() {
     }
 }
 
-/// The instruction counts the README quotes (`scripts/reproduce instructions`), today's and
-/// those of the revisions before the last two rounds of speed-ups.
+/// The instruction counts the README quotes (`scripts/reproduce instructions`), today's, the
+/// previous run's and those of the revisions before the last two rounds of speed-ups.
 #[test]
 fn the_instruction_counts_are_the_committed_runs() {
     let readme = readme();
     let has = |s: String| assert!(readme.contains(&s), "README lacks `{s}`");
-    for file in ["instructions.json", "instructions_64cb821.json", "instructions_3a9e49f.json"] {
+    for file in
+        ["instructions.json", "instructions_7dea25d.json", "instructions_64cb821.json", "instructions_3a9e49f.json"]
+    {
         let b = json(&root().join("docs/results/bench").join(file));
         has(format!("{:.1}M", f(&b["one_trot_replan"], "per_replan") / 1e6));
         has(format!("{:.1}M", f(&b["closed_loop"], "per_cycle") / 1e6));
         has(format!("{:.1}M", f(&b["ddp_iteration"], "per_iteration") / 1e6));
     }
+    let budgeted = &json(&root().join("docs/results/bench/instructions.json"))["closed_loop_budgeted"];
+    has(format!("{:.1}M", f(budgeted, "per_cycle") / 1e6));
     let c = &json(&root().join("docs/results/bench/instructions.json"))["closed_loop"];
     has(format!(
         "median {}, p95 {}, max {}",
