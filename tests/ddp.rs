@@ -259,21 +259,17 @@ impl ActionModel for BiasedGradient {
     }
 }
 
-/// A biased gradient predicts descent along a step that raises the true cost to first order:
-/// from `u = -0.9` the model (optimum `u = -1`) steps by `-0.1`, where the cost's slope is
-/// `+0.09`. Every trial step is rejected either way; the cut stops the search after three trials
-/// (steps 1, 1/2, 1/4) instead of halving down to `alpha_min` (11 trials), and leaves the same
-/// answer.
-#[test]
-fn a_line_search_along_a_first_order_ascent_is_cut_short() {
+/// The scalar problem `x+ = a x + b u` with cost `x^2 / 2 + r u^2 / 2` per knot and `x^2 / 2` at
+/// the end: its running and terminal models.
+fn scalar(a: f64, b: f64, r: f64) -> (Lqr, Lqr) {
     let one = |v: f64| DMatrix::from_element(1, 1, v);
-    let lqr = Lqr {
-        a: one(1.0),
-        b: one(0.0),
+    let running = Lqr {
+        a: one(a),
+        b: one(b),
         c: DVector::zeros(1),
         q: one(1.0),
         q_lin: DVector::zeros(1),
-        r: one(1.0),
+        r: one(r),
         r_lin: DVector::zeros(1),
         n: DMatrix::zeros(1, 1),
     };
@@ -282,8 +278,19 @@ fn a_line_search_along_a_first_order_ascent_is_cut_short() {
         r: DMatrix::zeros(0, 0),
         r_lin: DVector::zeros(0),
         n: DMatrix::zeros(0, 1),
-        ..lqr.clone()
+        ..running.clone()
     };
+    (running, terminal)
+}
+
+/// A biased gradient predicts descent along a step that raises the true cost to first order:
+/// from `u = -0.9` the model (optimum `u = -1`) steps by `-0.1`, where the cost's slope is
+/// `+0.09`. Every trial step is rejected either way; the cut stops the search after three trials
+/// (steps 1, 1/2, 1/4) instead of halving down to `alpha_min` (11 trials), and leaves the same
+/// answer.
+#[test]
+fn a_line_search_along_a_first_order_ascent_is_cut_short() {
+    let (lqr, terminal) = scalar(1.0, 0.0, 1.0);
     let solve = |cut: bool| {
         let running = Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, calcs: 0.into(), nonnegative: false });
         let problem = ShootingProblem {
@@ -310,24 +317,7 @@ fn a_line_search_along_a_first_order_ascent_is_cut_short() {
 /// iteration with the answer the unbudgeted one reaches after all five.
 #[test]
 fn a_budgeted_solve_stops_at_its_first_rejected_line_search() {
-    let one = |v: f64| DMatrix::from_element(1, 1, v);
-    let lqr = Lqr {
-        a: one(1.0),
-        b: one(0.0),
-        c: DVector::zeros(1),
-        q: one(1.0),
-        q_lin: DVector::zeros(1),
-        r: one(1.0),
-        r_lin: DVector::zeros(1),
-        n: DMatrix::zeros(1, 1),
-    };
-    let terminal = Lqr {
-        b: DMatrix::zeros(1, 0),
-        r: DMatrix::zeros(0, 0),
-        r_lin: DVector::zeros(0),
-        n: DMatrix::zeros(0, 1),
-        ..lqr.clone()
-    };
+    let (lqr, terminal) = scalar(1.0, 0.0, 1.0);
     let solve = |budget: Option<usize>| {
         let running = Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, calcs: 0.into(), nonnegative: false });
         let problem = ShootingProblem {
@@ -355,24 +345,7 @@ fn a_budgeted_solve_stops_at_its_first_rejected_line_search() {
 /// the same answer. A model that does not declare its cost non-negative is never cut.
 #[test]
 fn trial_abort_stops_diverging_trials_early_with_the_same_answer() {
-    let one = |v: f64| DMatrix::from_element(1, 1, v);
-    let lqr = Lqr {
-        a: one(0.0),
-        b: one(1.0),
-        c: DVector::zeros(1),
-        q: one(1.0),
-        q_lin: DVector::zeros(1),
-        r: one(0.1),
-        r_lin: DVector::zeros(1),
-        n: DMatrix::zeros(1, 1),
-    };
-    let terminal = Lqr {
-        b: DMatrix::zeros(1, 0),
-        r: DMatrix::zeros(0, 0),
-        r_lin: DVector::zeros(0),
-        n: DMatrix::zeros(0, 1),
-        ..lqr.clone()
-    };
+    let (lqr, terminal) = scalar(0.0, 1.0, 0.1);
     let solve = |abort: Option<f64>, nonnegative: bool| {
         let running = Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 30.0, calcs: 0.into(), nonnegative });
         let problem = ShootingProblem {
