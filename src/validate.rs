@@ -195,8 +195,9 @@ pub fn height_grid<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::
     if g.len() < 2 || g[0].len() < 2 || g.iter().any(|r| r.len() != g[0].len()) {
         return Err(D::Error::custom("must be at least 2 x 2 with rows of equal length"));
     }
-    if g.iter().flatten().any(|x| !x.is_finite()) {
-        return Err(D::Error::custom("heights must be finite"));
+    // Heights beyond 1000 km are no terrain; the bound also keeps differences of heights finite.
+    if g.iter().flatten().any(|x| !(x.is_finite() && x.abs() <= 1e6)) {
+        return Err(D::Error::custom("heights must be finite and within [-1e6, 1e6] m"));
     }
     Ok(g)
 }

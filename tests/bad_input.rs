@@ -62,6 +62,16 @@ fn negative_mass_and_friction_and_time_step() {
     }
 }
 
+/// A heightfield sample of 1e307 m once passed (it is finite) and made each step's contact
+/// solve stall for seconds on the zero normal of its overflowed slope (`tests/fuzz_inputs.rs`).
+#[test]
+fn a_heightfield_height_out_of_range() {
+    let terrain = "terrain: (ground: (friction: 0.8), heightfields: [(origin: (0.0, 0.0), spacing: 0.25, \
+                   heights: [[0.0, 1e307], [0.0, 0.0]], friction: 0.8)])";
+    let e = err(&GOOD.replace("terrain: (ground: (friction: 0.8))", terrain));
+    assert!(e.contains("scenes/bad.ron:8:") && e.contains("heights") && e.contains("[-1e6, 1e6]"), "{e}");
+}
+
 #[test]
 fn unknown_robot_joint_and_field() {
     let e = err(&GOOD.replace("Builtin(Quadruped)", "Builtin(Quadrupod)"));

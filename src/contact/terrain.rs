@@ -86,9 +86,15 @@ impl Heightfield {
         let h = &self.heights;
         let (h00, h10, h01, h11) = (h[j][i], h[j][i + 1], h[j + 1][i], h[j + 1][i + 1]);
         let z = h00 * (1.0 - tx) * (1.0 - ty) + h10 * tx * (1.0 - ty) + h01 * (1.0 - tx) * ty + h11 * tx * ty;
-        let dzdx = ((h10 - h00) * (1.0 - ty) + (h11 - h01) * ty) / self.spacing;
-        let dzdy = ((h01 - h00) * (1.0 - tx) + (h11 - h10) * tx) / self.spacing;
-        let n = Vector3::new(-dzdx, -dzdy, 1.0).normalize();
+        // The normal is (-dz/dx, -dz/dy, 1) normalized, computed as (-dx, -dy, spacing) scaled by
+        // its largest component: a tiny spacing or a tall height step would otherwise overflow
+        // the slope or its squared norm and leave a zero or NaN normal (and the contact solver
+        // stalling for seconds on the degenerate frame). Where the slope is at most 1 the scale
+        // is the spacing alone.
+        let dx = (h10 - h00) * (1.0 - ty) + (h11 - h01) * ty;
+        let dy = (h01 - h00) * (1.0 - tx) + (h11 - h10) * tx;
+        let scale = dx.abs().max(dy.abs()).max(self.spacing);
+        let n = Vector3::new(-dx / scale, -dy / scale, self.spacing / scale).normalize();
         Some(((p.z - z) * n.z, n))
     }
 }
@@ -340,6 +346,28 @@ mod tests {
         assert!((q.distance - 0.1 * n.z).abs() < 1e-12);
         // Outside the rectangle only the ground counts.
         assert_eq!(t.query(&Vector3::new(-1.0, 0.25, 0.25)).primitive, 0);
+    }
+
+    /// The tallest height step a scene may hold (1e6 m, `validate::height_grid`) over a spacing
+    /// of 1e-300 m: the slope overflows `f64`, yet the normal must be a unit vector (it was NaN,
+    /// and a 1e307 m sample gave a zero normal on which the contact solver stalled for seconds
+    /// per step). Gentle slopes keep their normals bit for bit (the other heightfield test).
+    #[test]
+    fn a_steep_heightfield_still_gives_a_unit_normal() {
+        let h = |spacing: f64| Heightfield {
+            origin: [0.0, 0.0],
+            spacing,
+            heights: vec![vec![0.0, 1e6], vec![0.0, 0.0]],
+            friction: 0.7,
+        };
+        for spacing in [0.25, 1e-300] {
+            let t = Terrain { heightfields: vec![h(spacing)], ..Terrain::default() };
+            let p = Vector3::new(0.4 * spacing, 0.4 * spacing, 0.5);
+            let q = t.query(&p);
+            assert_eq!(q.primitive, 1, "spacing {spacing}: {q:?}");
+            assert!((q.normal.norm() - 1.0).abs() < 1e-12 && q.normal.z > 0.0, "spacing {spacing}: {q:?}");
+            assert!(q.distance.is_finite(), "spacing {spacing}: {q:?}");
+        }
     }
 
     #[test]
