@@ -104,6 +104,15 @@ pub struct Settings {
     pub trial_abort: Option<f64>,
 }
 
+/// Smallest `Settings::trial_abort` (and `MpcSettings::trial_abort`): a margin above 1 so that a
+/// trial stopped there ends above the current cost by more than rounding.
+pub const MIN_TRIAL_ABORT: f64 = 1.01;
+
+/// Whether `f` is an allowed `trial_abort`: none, or finite and at least [`MIN_TRIAL_ABORT`].
+pub fn valid_trial_abort(f: Option<f64>) -> bool {
+    f.is_none_or(|f| f.is_finite() && f >= MIN_TRIAL_ABORT)
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Self {
@@ -146,8 +155,8 @@ impl Settings {
             .check(self.max_rejected_line_searches != Some(0), "max_rejected_line_searches", || {
                 "0 is out of range: allowed 1.. or none".to_string()
             })
-            .check(self.trial_abort.is_none_or(|f| f.is_finite() && f >= 1.01), "trial_abort", || {
-                format!("{:?} is out of range: allowed [1.01, inf) or none", self.trial_abort)
+            .check(valid_trial_abort(self.trial_abort), "trial_abort", || {
+                format!("{:?} is out of range: allowed [{MIN_TRIAL_ABORT}, inf) or none", self.trial_abort)
             })
             .finish()
     }

@@ -119,7 +119,7 @@ pub struct MpcSettings {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stop_at_rejection: bool,
     /// Stop a line-search trial once its running cost exceeds this multiple of the plan's
-    /// cost, at least 1.01 \[none\].
+    /// cost, at least `ddp::MIN_TRIAL_ABORT` (1.01) \[none\].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial_abort: Option<f64>,
 }
@@ -240,8 +240,8 @@ impl MpcSettings {
                 .count("step_sampling.per_replan", t.per_replan, 1, 8);
         }
         if let Some(f) = self.trial_abort {
-            c.check(f.is_finite() && f >= 1.01, "trial_abort", || {
-                format!("{f} is out of range: allowed [1.01, inf) or none")
+            c.check(super::ddp::valid_trial_abort(Some(f)), "trial_abort", || {
+                format!("{f} is out of range: allowed [{}, inf) or none", super::ddp::MIN_TRIAL_ABORT)
             });
         }
         c.finish()?;
