@@ -3,7 +3,10 @@
 //! iterations per cycle, against the 10 ms control period they must fit in; and on
 //! scenes/mpc_step.ron (rotor inertia, 3 iterations) without and with step sampling (the eight
 //! trots generated and compared at every cycle, as `MpcDriver` does, or one in turn as in
-//! scenes/mpc_step_fast.ron, and that with the budgeted replans of scenes/mpc_step_budget.ron).
+//! scenes/mpc_step_fast.ron, and that with the budgeted replans of scenes/mpc_step_budget.ron
+//! and the lean ones of scenes/mpc_step_lean.ron). At the settled stance a lean replan often
+//! ends early (its relative tolerance): the closed-loop runs of those scenes time the replans
+//! through a shove.
 //! Baseline in the same run:
 //! one control period of the simulator under the scene's joint PD (5 steps of 2 ms).
 //!
@@ -68,6 +71,21 @@ fn bench(c: &mut Criterion) {
     c.bench_function("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_budgeted", |b| {
         b.iter(|| {
             let (_, trots) = one_budget.trots_at(&rotors, 0.0, replan, problem.knots, budget.knot_dt);
+            replan += 1;
+            std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
+        })
+    });
+    // And with lean replans (scenes/mpc_step_lean.ron: relative convergence, line searches from
+    // the last accepted step, a looser horizon contact tolerance).
+    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_step_lean.ron")).unwrap();
+    let lean = s.mpc_settings().unwrap();
+    let one_lean = lean.step_sampling.expect("scenes/mpc_step_lean.ron samples steps");
+    let problem = horizon_problem(&rotors, &hold_torque(&rotors), &lean, lean.sensitivity());
+    let mut mpc = Mpc::new(&problem, lean.iterations, 10);
+    let mut replan = 0;
+    c.bench_function("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_lean", |b| {
+        b.iter(|| {
+            let (_, trots) = one_lean.trots_at(&rotors, 0.0, replan, problem.knots, lean.knot_dt);
             replan += 1;
             std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
         })

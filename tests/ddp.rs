@@ -216,12 +216,13 @@ fn invalid_settings_and_cancellation_are_reported() {
     assert_eq!(ddp.solve(None, Some(&cancel)).status, Status::Cancelled);
 }
 
-/// `u+ = u`-style one-knot problem whose control gradient is biased by `bias` (as a relaxed
-/// contact sensitivity is): the true cost is `0.5 x^2 + 0.5 u^2`, the model's `l_u` is
-/// `u + bias`. Counts the rollouts (`calc` calls).
+/// `u+ = u`-style one-knot problem whose control gradient is biased by `bias` and scaled by
+/// `scale` (as a relaxed contact sensitivity is): the true cost is `0.5 x^2 + 0.5 u^2`, the
+/// model's `l_u` is `scale u + bias`. Counts the rollouts (`calc` calls).
 struct BiasedGradient {
     lqr: Lqr,
     bias: f64,
+    scale: f64,
     calcs: std::sync::atomic::AtomicUsize,
     /// What the model reports as `nonnegative_cost` (true only for a cost without linear terms).
     nonnegative: bool,
@@ -246,6 +247,7 @@ impl ActionModel for BiasedGradient {
     }
     fn calc_diff(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
         self.lqr.calc_diff(d, x, u);
+        d.lu *= self.scale;
         d.lu.add_scalar_mut(self.bias);
     }
     fn nonnegative_cost(&self) -> bool {
@@ -292,7 +294,8 @@ fn scalar(a: f64, b: f64, r: f64) -> (Lqr, Lqr) {
 fn a_line_search_along_a_first_order_ascent_is_cut_short() {
     let (lqr, terminal) = scalar(1.0, 0.0, 1.0);
     let solve = |cut: bool| {
-        let running = Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, calcs: 0.into(), nonnegative: false });
+        let running =
+            Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, scale: 1.0, calcs: 0.into(), nonnegative: false });
         let problem = ShootingProblem {
             x0: DVector::zeros(1),
             running: vec![running.clone() as Arc<dyn ActionModel>],
@@ -319,7 +322,8 @@ fn a_line_search_along_a_first_order_ascent_is_cut_short() {
 fn a_budgeted_solve_stops_at_its_first_rejected_line_search() {
     let (lqr, terminal) = scalar(1.0, 0.0, 1.0);
     let solve = |budget: Option<usize>| {
-        let running = Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, calcs: 0.into(), nonnegative: false });
+        let running =
+            Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, scale: 1.0, calcs: 0.into(), nonnegative: false });
         let problem = ShootingProblem {
             x0: DVector::zeros(1),
             running: vec![running.clone() as Arc<dyn ActionModel>],
@@ -347,11 +351,18 @@ fn a_budgeted_solve_stops_at_its_first_rejected_line_search() {
 fn trial_abort_stops_diverging_trials_early_with_the_same_answer() {
     let (lqr, terminal) = scalar(0.0, 1.0, 0.1);
     let solve = |abort: Option<f64>, nonnegative: bool| {
-        let running = Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 30.0, calcs: 0.into(), nonnegative });
+        let running =
+            Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 30.0, scale: 1.0, calcs: 0.into(), nonnegative });
         let problem = ShootingProblem {
             x0: DVector::from_element(1, 1.0),
             running: vec![running.clone() as Arc<dyn ActionModel>; 10],
-            terminal: Arc::new(BiasedGradient { lqr: terminal.clone(), bias: 0.0, calcs: 0.into(), nonnegative }),
+            terminal: Arc::new(BiasedGradient {
+                lqr: terminal.clone(),
+                bias: 0.0,
+                scale: 1.0,
+                calcs: 0.into(),
+                nonnegative,
+            }),
         };
         let settings = Settings { max_iterations: 3, trial_abort: abort, ..Default::default() };
         let mut ddp = Ddp::new(problem, settings);
@@ -373,4 +384,61 @@ fn trial_abort_stops_diverging_trials_early_with_the_same_answer() {
     assert_eq!((cut.0, cut.1, cut.2, &cut.3, cut.4), (full.0, full.1, full.2, &full.3, full.4));
     assert!(cut.5 + 10 <= full.5, "aborted trials skip knots: {} against {} model calls", cut.5, full.5);
     assert_eq!(undeclared.5, full.5, "costs not declared non-negative are never cut");
+}
+
+/// The first-order-ascent problem from `u = -0.9`: the model predicts a full step to gain
+/// 0.005, 1.2 % of the cost 0.405, that the rollout cannot confirm. With a relative tolerance
+/// above that fraction the solve ends as converged before any trial; below it, the line search
+/// runs (three trials, rejected) as without one.
+#[test]
+fn a_relative_tolerance_ends_a_solve_whose_expected_gain_is_a_small_fraction_of_its_cost() {
+    let (lqr, terminal) = scalar(1.0, 0.0, 1.0);
+    let solve = |relative: Option<f64>| {
+        let running =
+            Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, scale: 1.0, calcs: 0.into(), nonnegative: false });
+        let problem = ShootingProblem {
+            x0: DVector::zeros(1),
+            running: vec![running.clone() as Arc<dyn ActionModel>],
+            terminal: Arc::new(terminal.clone()),
+        };
+        let settings = Settings { max_iterations: 1, relative_tolerance: relative, ..Default::default() };
+        let mut ddp = Ddp::new(problem, settings);
+        let info = ddp.solve(Some(&[DVector::from_element(1, -0.9)]), None);
+        (info.status, info.line_search_trials, ddp.us[0][0])
+    };
+    assert_eq!(solve(Some(0.02)), (Status::Converged, 0, -0.9));
+    assert_eq!(solve(Some(0.01)), (Status::MaxIterations, 3, -0.9));
+    assert_eq!(solve(None), solve(Some(0.01)));
+}
+
+/// A gradient scaled six-fold overshoots the optimum `u = 0` of `0.5 u^2`: a step `alpha` lowers
+/// the cost only if `6 alpha < 2`, so every line search from 1 rejects 1 and 1/2 and accepts
+/// 1/4 (the gap then halves). With `adaptive_step` every search after the first starts from
+/// twice the last accepted step, 1/2, and so does the first of the next solve on the same
+/// `Ddp`: the same steps, the same answer, one trial fewer per search.
+#[test]
+fn adaptive_step_starts_from_the_last_step_and_accepts_the_same_ones() {
+    let (lqr, terminal) = scalar(1.0, 0.0, 1.0);
+    let solve = |adaptive: bool| {
+        let running =
+            Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 0.0, scale: 6.0, calcs: 0.into(), nonnegative: false });
+        let problem = ShootingProblem {
+            x0: DVector::zeros(1),
+            running: vec![running.clone() as Arc<dyn ActionModel>],
+            terminal: Arc::new(terminal.clone()),
+        };
+        let settings = Settings { max_iterations: 4, adaptive_step: adaptive, ..Default::default() };
+        let mut ddp = Ddp::new(problem, settings);
+        let first = ddp.solve(Some(&[DVector::from_element(1, 1.0)]), None);
+        let second = ddp.solve(None, None);
+        let alphas: Vec<f64> = first.history.iter().chain(&second.history).map(|h| h.alpha).collect();
+        (alphas, first.line_search_trials, second.line_search_trials, ddp.us[0][0])
+    };
+    let (plain, adaptive) = (solve(false), solve(true));
+    assert_eq!(plain.0, vec![0.25; 8]);
+    assert_eq!((plain.1, plain.2), (12, 12), "three trials per search from 1");
+    assert_eq!(adaptive.0, plain.0, "the same steps accepted");
+    assert_eq!((adaptive.1, adaptive.2), (3 + 3 * 2, 4 * 2), "two trials per search from 1/2");
+    assert_eq!(adaptive.3, plain.3);
+    assert!((plain.3 - 1.0 / 256.0).abs() < 1e-7, "the gap halves with every step: {}", plain.3);
 }

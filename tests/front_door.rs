@@ -109,6 +109,16 @@ fn bad_values(task: &Task) -> Vec<(SettingsError, &'static str, &'static str)> {
         "MpcSettings",
         "trial_abort",
     );
+    push(
+        MpcSettings { relative_tolerance: Some(1.0), ..MpcSettings::default() }.validate(),
+        "MpcSettings",
+        "relative_tolerance",
+    );
+    push(
+        MpcSettings { contact_tolerance: Some(0.0), ..MpcSettings::default() }.validate(),
+        "MpcSettings",
+        "contact_tolerance",
+    );
     let sampling = contactlab::ocp::mpc::StepSampling { frequency: 0.0, ..Default::default() };
     push(
         MpcSettings { step_sampling: Some(sampling), ..MpcSettings::default() }.validate(),
@@ -160,6 +170,11 @@ fn bad_values(task: &Task) -> Vec<(SettingsError, &'static str, &'static str)> {
         "max_rejected_line_searches",
     );
     push(DdpSettings { trial_abort: Some(1.0), ..DdpSettings::default() }.validate(), "ddp::Settings", "trial_abort");
+    push(
+        DdpSettings { relative_tolerance: Some(f64::NAN), ..DdpSettings::default() }.validate(),
+        "ddp::Settings",
+        "relative_tolerance",
+    );
     out
 }
 

@@ -51,6 +51,19 @@
 //! changes is that such a trial reports no cost, so the ascent cut above cannot use it (it
 //! needs three exact cost changes); trials that raise the cost `f`-fold are rarely part of a
 //! first-order ascent.
+//!
+//! Two more cut the trials themselves. `relative_tolerance = r` also ends a solve as converged
+//! when a full step's expected improvement is below `r` times the current cost: near a relaxed
+//! optimum the model predicts gains of a few 1e-6 of the cost that the rollouts, whose contact
+//! solves carry their own tolerance, cannot confirm (at MPC's steady stance every such line
+//! search was rejected after four trials). `adaptive_step` starts each line search from twice
+//! the last accepted step length, at most 1, kept across solves of the same `Ddp` (a receding
+//! horizon's successive replans), instead of from 1 (Nocedal & Wright, *Numerical
+//! Optimization*, 2nd ed., section 3.5, on choosing the initial step from the previous one): a
+//! contact transition makes successive iterations accept similar short steps (one-trot MPC
+//! through a shove accepted `1/8, 1/8, 1/4` and the like), each found by three or four halvings
+//! from 1. The price is that a step longer than twice the last is never tried, so a search can
+//! accept a shorter step than the one it would have found from 1.
 
 use super::action::{ActionData, ActionModel};
 use crate::linalg::gemm;
@@ -102,6 +115,13 @@ pub struct Settings {
     /// ([`ActionModel::nonnegative_cost`]; module docs, "Budgeted solves"). Default `None`:
     /// every trial runs to the end.
     pub trial_abort: Option<f64>,
+    /// Also converged when the expected improvement of a full step is below this fraction of
+    /// the current cost (module docs, "Budgeted solves"). Default `None`: `tolerance` alone.
+    pub relative_tolerance: Option<f64>,
+    /// Start each line search after a solve's first accepted step from twice the last accepted
+    /// step length, at most 1 (module docs, "Budgeted solves"). Default false: every line
+    /// search starts from 1.
+    pub adaptive_step: bool,
 }
 
 /// Smallest `Settings::trial_abort` (and `MpcSettings::trial_abort`): a margin above 1 so that a
@@ -111,6 +131,11 @@ pub const MIN_TRIAL_ABORT: f64 = 1.01;
 /// Whether `f` is an allowed `trial_abort`: none, or finite and at least [`MIN_TRIAL_ABORT`].
 pub fn valid_trial_abort(f: Option<f64>) -> bool {
     f.is_none_or(|f| f.is_finite() && f >= MIN_TRIAL_ABORT)
+}
+
+/// Whether `r` is an allowed `relative_tolerance`: none, or in `(0, 1)`.
+pub fn valid_relative_tolerance(r: Option<f64>) -> bool {
+    r.is_none_or(|r| r > 0.0 && r < 1.0)
 }
 
 impl Default for Settings {
@@ -127,6 +152,8 @@ impl Default for Settings {
             cut_first_order_ascent: true,
             max_rejected_line_searches: None,
             trial_abort: None,
+            relative_tolerance: None,
+            adaptive_step: false,
         }
     }
 }
@@ -157,6 +184,9 @@ impl Settings {
             })
             .check(valid_trial_abort(self.trial_abort), "trial_abort", || {
                 format!("{:?} is out of range: allowed [{MIN_TRIAL_ABORT}, inf) or none", self.trial_abort)
+            })
+            .check(valid_relative_tolerance(self.relative_tolerance), "relative_tolerance", || {
+                format!("{:?} is out of range: allowed (0, 1) or none", self.relative_tolerance)
             })
             .finish()
     }
@@ -247,6 +277,8 @@ pub struct Ddp {
     d1: f64,
     d2: f64,
     pub mu: f64,
+    /// Step length of the last accepted line search, kept across solves (`adaptive_step`).
+    last_alpha: Option<f64>,
     bw: Backward,
 }
 
@@ -278,6 +310,7 @@ impl Ddp {
             d1: 0.0,
             d2: 0.0,
             mu: settings.mu_init,
+            last_alpha: None,
             bw: Backward::new(),
             problem,
             settings,
@@ -456,7 +489,8 @@ impl Ddp {
                 }
             }
             let expected_full = -(self.d1 + 0.5 * self.d2);
-            if expected_full.abs() <= self.settings.tolerance {
+            let relative = self.settings.relative_tolerance.map_or(0.0, |r| r * info.cost.abs());
+            if expected_full.abs() <= self.settings.tolerance.max(relative) {
                 info.status = Status::Converged;
                 info.iterations = it;
                 return info;
@@ -467,7 +501,10 @@ impl Ddp {
                 Some(f) if cost0 > 0.0 && self.nonnegative_costs() => f * cost0,
                 _ => f64::INFINITY,
             };
-            let mut alpha = 1.0;
+            let mut alpha = match self.last_alpha {
+                Some(a) if self.settings.adaptive_step => (2.0 * a).min(1.0),
+                _ => 1.0,
+            };
             let mut accepted = None;
             // Cost changes of the two previous trials (steps 4 alpha and 2 alpha).
             let mut before: [Option<f64>; 2] = [None, None];
@@ -496,6 +533,7 @@ impl Ddp {
                 Some((alpha, expected, actual, cost)) => {
                     differentiated = false;
                     rejected_in_row = 0;
+                    self.last_alpha = Some(alpha);
                     self.keep_trial();
                     info.cost = cost;
                     info.iterations = it + 1;

@@ -42,6 +42,17 @@
 //! solves"). `trial_abort` stops a line-search trial whose running cost already exceeds that
 //! multiple of the plan's cost (it could only be rejected).
 //!
+//! **Lean replans** (three more, also off by default) cut the trials and the contact solves
+//! themselves. `relative_tolerance` ends a replan once a full step's expected gain is below that
+//! fraction of the plan's cost: at the steady stance the model predicts gains of a few 1e-6 of
+//! the cost that the rollouts cannot confirm, and each such line search cost four rejected
+//! trials. `adaptive_step` starts every line search from twice the last accepted step, kept from
+//! replan to replan: through a shove successive iterations accept similar short steps (`1/8`,
+//! `1/8`, `1/4`), each otherwise found by three or four halvings from 1. `contact_tolerance`
+//! loosens the horizon model's contact solves (the warm-started interior point then stops a
+//! couple of iterations earlier); the simulated robot keeps the scene's solver. All three are
+//! in `super::ddp`, "Budgeted solves", and `scenes/mpc_step_lean.ron`.
+//!
 //! *Recovered* means: the base position is within `recovery_tolerance` of its target at every
 //! simulator step from at most `recovery_time` after the last pull ends to the end of the run
 //! (which must last that long).
@@ -122,6 +133,19 @@ pub struct MpcSettings {
     /// cost, at least `ddp::MIN_TRIAL_ABORT` (1.01) \[none\].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial_abort: Option<f64>,
+    /// Also end a replan when a full step's expected improvement is below this fraction of the
+    /// plan's cost \[none\] (`ddp::Settings::relative_tolerance`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relative_tolerance: Option<f64>,
+    /// Start each line search after a replan's first accepted step from twice that step
+    /// \[false\] (`ddp::Settings::adaptive_step`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive_step: bool,
+    /// Convergence tolerance of the horizon model's contact solves, in place of the scene's
+    /// (`contact::solver::Settings::tolerance`, default 1e-8) \[none\]. The simulated plant keeps
+    /// the scene's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact_tolerance: Option<f64>,
 }
 
 /// Predictive sampling of stepping warm starts (module docs): at every replan the scene's joint
@@ -217,6 +241,9 @@ impl Default for MpcSettings {
             warm_start_contacts: false,
             stop_at_rejection: false,
             trial_abort: None,
+            relative_tolerance: None,
+            adaptive_step: false,
+            contact_tolerance: None,
         }
     }
 }
@@ -242,6 +269,18 @@ impl MpcSettings {
         if let Some(f) = self.trial_abort {
             c.check(super::ddp::valid_trial_abort(Some(f)), "trial_abort", || {
                 format!("{f} is out of range: allowed [{}, inf) or none", super::ddp::MIN_TRIAL_ABORT)
+            });
+        }
+        if let Some(r) = self.relative_tolerance {
+            c.check(super::ddp::valid_relative_tolerance(Some(r)), "relative_tolerance", || {
+                format!("{r} is out of range: allowed (0, 1) or none")
+            });
+        }
+        if let Some(t) = self.contact_tolerance {
+            // The solver's own range, and its central-path target must stay below it.
+            let solver = crate::contact::solver::Settings::default();
+            c.check(t > 0.0 && t < 1.0 && t >= solver.kappa_target, "contact_tolerance", || {
+                format!("{t} is out of range: allowed [{}, 1) or none", solver.kappa_target)
             });
         }
         c.finish()?;
@@ -805,6 +844,10 @@ pub fn horizon_problem(
     x0.rows_mut(m.nq, m.nv).copy_from(&sim.v);
     let mut settings = sim.settings;
     settings.dt = spec.knot_dt;
+    if let Some(t) = spec.contact_tolerance {
+        settings.solver.tolerance = t;
+        settings.solver.kappa_target = settings.solver.kappa_target.min(t);
+    }
     CitoProblem {
         model: sim.model.clone(),
         terrain: sim.terrain.clone(),
@@ -819,6 +862,8 @@ pub fn horizon_problem(
             max_iterations: spec.iterations,
             max_rejected_line_searches: spec.stop_at_rejection.then_some(1),
             trial_abort: spec.trial_abort,
+            relative_tolerance: spec.relative_tolerance,
+            adaptive_step: spec.adaptive_step,
             ..Default::default()
         },
         clearance: super::cito::clearance(&spec.weights),
