@@ -133,7 +133,7 @@ fn the_sweep_table_is_the_committed_summaries() {
 /// The MPC table's first row is the committed closed-loop run.
 #[test]
 fn the_mpc_rows_are_the_committed_runs() {
-    for run in ["mpc_pull", "mpc_pull_rotors", "mpc_step_budget", "mpc_step_fast"] {
+    for run in ["mpc_pull", "mpc_pull_rotors", "mpc_step_budget", "mpc_step_fast", "mpc_step_lean"] {
         mpc_row_is_the_committed_run(run);
     }
 }
@@ -280,6 +280,9 @@ fn the_pull_starts_tables_are_the_committed_runs() {
         "pull_starts_step_budget_fresh",
         "pull_starts_step_budget_seeds20",
         "pull_starts_step_fast_seeds20",
+        "pull_starts_step_lean",
+        "pull_starts_step_lean_fresh",
+        "pull_starts_step_lean_seeds20",
     ] {
         let file = root().join(format!("docs/results/mpc/{dir}/pull_starts.md"));
         let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
@@ -302,6 +305,7 @@ fn the_benchmark_rows_are_the_committed_medians() {
         ("mpc_replan_3_iterations_30_knots_rotors_step_sampling", 2),
         ("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot", 2),
         ("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_budgeted", 2),
+        ("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_lean", 2),
         ("baseline_simulator_10ms_joint_pd_5_steps", 3),
     ] {
         let v = &b[name];
@@ -325,8 +329,10 @@ fn the_instruction_counts_are_the_committed_runs() {
         has(format!("{:.1}M", f(&b["closed_loop"], "per_cycle") / 1e6));
         has(format!("{:.1}M", f(&b["ddp_iteration"], "per_iteration") / 1e6));
     }
-    let budgeted = &json(&root().join("docs/results/bench/instructions.json"))["closed_loop_budgeted"];
-    has(format!("{:.1}M", f(budgeted, "per_cycle") / 1e6));
+    for workload in ["closed_loop_budgeted", "closed_loop_lean"] {
+        let w = &json(&root().join("docs/results/bench/instructions.json"))[workload];
+        has(format!("{:.1}M", f(w, "per_cycle") / 1e6));
+    }
     let c = &json(&root().join("docs/results/bench/instructions.json"))["closed_loop"];
     has(format!(
         "median {}, p95 {}, max {}",
@@ -731,4 +737,27 @@ fn the_pull_starts_recoveries_inside_the_joint_ranges_are_the_committed_runs() {
     let quoted =
         format!("recovers {}, exact {}, Signorini {}", pair("MPC relaxed"), pair("MPC exact"), pair("MPC signorini"));
     assert!(readme.contains(&quoted), "README lacks `{quoted}`");
+}
+
+/// The closed-loop replan times of the one-trot, budgeted and lean scenes, interleaved over
+/// rounds (`scripts/realtime.py`, in `scripts/reproduce mpclean`): one README row per scene.
+#[test]
+fn the_closed_loop_timing_table_is_the_committed_run() {
+    let readme = readme();
+    let r = json(&root().join("docs/results/mpc/realtime.json"));
+    let rounds = r["rounds"].as_u64().unwrap();
+    let ms = |e: &Value, key: &str| format!("{:.2} +- {:.2} ms", f(&e[key], "mean"), f(&e[key], "stdev"));
+    for scene in ["mpc_step_fast", "mpc_step_budget", "mpc_step_lean"] {
+        let e = &r["scenes"][scene];
+        let recovered = e["recovered"].as_array().unwrap().iter().filter(|x| x.as_bool() == Some(true)).count();
+        let row = format!(
+            "| `scenes/{scene}.ron` | {recovered}/{rounds} | {} | {} | {} | {} / {} |",
+            ms(e, "solve_ms_median"),
+            ms(e, "solve_ms_p95"),
+            ms(e, "solve_ms_max"),
+            f(e, "line_search_trials_median"),
+            f(e, "line_search_trials_p95"),
+        );
+        assert!(readme.lines().any(|l| l.trim() == row), "README lacks the timing row\n{row}");
+    }
 }

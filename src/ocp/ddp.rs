@@ -118,8 +118,8 @@ pub struct Settings {
     /// Also converged when the expected improvement of a full step is below this fraction of
     /// the current cost (module docs, "Budgeted solves"). Default `None`: `tolerance` alone.
     pub relative_tolerance: Option<f64>,
-    /// Start each line search after a solve's first accepted step from twice the last accepted
-    /// step length, at most 1 (module docs, "Budgeted solves"). Default false: every line
+    /// Start each line search from twice the last accepted step length, at most 1, kept across
+    /// solves of the same `Ddp` (module docs, "Budgeted solves"). Default false: every line
     /// search starts from 1.
     pub adaptive_step: bool,
 }
