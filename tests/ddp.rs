@@ -285,6 +285,20 @@ fn scalar(a: f64, b: f64, r: f64) -> (Lqr, Lqr) {
     (running, terminal)
 }
 
+/// The one-knot problem `x+ = x` with cost `0.5 x^2 + 0.5 u^2` (`0.5 x^2` at the end) whose
+/// control gradient is biased by `bias` and scaled by `scale`; the running model counts its
+/// rollouts.
+fn one_knot(bias: f64, scale: f64) -> (Arc<BiasedGradient>, ShootingProblem) {
+    let (lqr, terminal) = scalar(1.0, 0.0, 1.0);
+    let running = Arc::new(BiasedGradient { lqr, bias, scale, calcs: 0.into(), nonnegative: false });
+    let problem = ShootingProblem {
+        x0: DVector::zeros(1),
+        running: vec![running.clone() as Arc<dyn ActionModel>],
+        terminal: Arc::new(terminal),
+    };
+    (running, problem)
+}
+
 /// A biased gradient predicts descent along a step that raises the true cost to first order:
 /// from `u = -0.9` the model (optimum `u = -1`) steps by `-0.1`, where the cost's slope is
 /// `+0.09`. Every trial step is rejected either way; the cut stops the search after three trials
@@ -292,15 +306,8 @@ fn scalar(a: f64, b: f64, r: f64) -> (Lqr, Lqr) {
 /// answer.
 #[test]
 fn a_line_search_along_a_first_order_ascent_is_cut_short() {
-    let (lqr, terminal) = scalar(1.0, 0.0, 1.0);
     let solve = |cut: bool| {
-        let running =
-            Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, scale: 1.0, calcs: 0.into(), nonnegative: false });
-        let problem = ShootingProblem {
-            x0: DVector::zeros(1),
-            running: vec![running.clone() as Arc<dyn ActionModel>],
-            terminal: Arc::new(terminal.clone()),
-        };
+        let (running, problem) = one_knot(1.0, 1.0);
         let settings = Settings { max_iterations: 1, cut_first_order_ascent: cut, ..Default::default() };
         let mut ddp = Ddp::new(problem, settings);
         let info = ddp.solve(Some(&[DVector::from_element(1, -0.9)]), None);
@@ -320,15 +327,8 @@ fn a_line_search_along_a_first_order_ascent_is_cut_short() {
 /// iteration with the answer the unbudgeted one reaches after all five.
 #[test]
 fn a_budgeted_solve_stops_at_its_first_rejected_line_search() {
-    let (lqr, terminal) = scalar(1.0, 0.0, 1.0);
     let solve = |budget: Option<usize>| {
-        let running =
-            Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, scale: 1.0, calcs: 0.into(), nonnegative: false });
-        let problem = ShootingProblem {
-            x0: DVector::zeros(1),
-            running: vec![running.clone() as Arc<dyn ActionModel>],
-            terminal: Arc::new(terminal.clone()),
-        };
+        let (_, problem) = one_knot(1.0, 1.0);
         let settings = Settings { max_iterations: 5, max_rejected_line_searches: budget, ..Default::default() };
         let mut ddp = Ddp::new(problem, settings);
         let info = ddp.solve(Some(&[DVector::from_element(1, -0.9)]), None);
@@ -392,15 +392,8 @@ fn trial_abort_stops_diverging_trials_early_with_the_same_answer() {
 /// runs (three trials, rejected) as without one.
 #[test]
 fn a_relative_tolerance_ends_a_solve_whose_expected_gain_is_a_small_fraction_of_its_cost() {
-    let (lqr, terminal) = scalar(1.0, 0.0, 1.0);
     let solve = |relative: Option<f64>| {
-        let running =
-            Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 1.0, scale: 1.0, calcs: 0.into(), nonnegative: false });
-        let problem = ShootingProblem {
-            x0: DVector::zeros(1),
-            running: vec![running.clone() as Arc<dyn ActionModel>],
-            terminal: Arc::new(terminal.clone()),
-        };
+        let (_, problem) = one_knot(1.0, 1.0);
         let settings = Settings { max_iterations: 1, relative_tolerance: relative, ..Default::default() };
         let mut ddp = Ddp::new(problem, settings);
         let info = ddp.solve(Some(&[DVector::from_element(1, -0.9)]), None);
@@ -418,15 +411,8 @@ fn a_relative_tolerance_ends_a_solve_whose_expected_gain_is_a_small_fraction_of_
 /// `Ddp`: the same steps, the same answer, one trial fewer per search.
 #[test]
 fn adaptive_step_starts_from_the_last_step_and_accepts_the_same_ones() {
-    let (lqr, terminal) = scalar(1.0, 0.0, 1.0);
     let solve = |adaptive: bool| {
-        let running =
-            Arc::new(BiasedGradient { lqr: lqr.clone(), bias: 0.0, scale: 6.0, calcs: 0.into(), nonnegative: false });
-        let problem = ShootingProblem {
-            x0: DVector::zeros(1),
-            running: vec![running.clone() as Arc<dyn ActionModel>],
-            terminal: Arc::new(terminal.clone()),
-        };
+        let (_, problem) = one_knot(0.0, 6.0);
         let settings = Settings { max_iterations: 4, adaptive_step: adaptive, ..Default::default() };
         let mut ddp = Ddp::new(problem, settings);
         let first = ddp.solve(Some(&[DVector::from_element(1, 1.0)]), None);
