@@ -761,3 +761,28 @@ fn the_closed_loop_timing_table_is_the_committed_run() {
         assert!(readme.lines().any(|l| l.trim() == row), "README lacks the timing row\n{row}");
     }
 }
+
+/// The lean settings' ablation (`scripts/reproduce leanablation`): one README row per variant,
+/// and its plain-lean exact row is the committed starts tables' exact count.
+#[test]
+fn the_lean_ablation_rows_are_the_committed_run() {
+    let readme = readme();
+    let a = json(&root().join("docs/results/mpc/lean_ablation.json"));
+    for (name, e) in a["variants"].as_object().unwrap() {
+        let row = format!("| {name} | {}/{} |", e["recovered"].as_u64().unwrap(), e["runs_total"].as_u64().unwrap());
+        assert!(readme.lines().any(|l| l.trim() == row), "README lacks the ablation row\n{row}");
+    }
+    let tables: u64 = ["pull_starts_step_lean", "pull_starts_step_lean_fresh", "pull_starts_step_lean_seeds20"]
+        .iter()
+        .map(|d| {
+            let runs = json(&root().join(format!("docs/results/mpc/{d}/pull_starts.json")));
+            runs["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["controller"] == "MPC exact" && r["recovered"].as_bool() == Some(true))
+                .count() as u64
+        })
+        .sum();
+    assert_eq!(a["variants"]["exact, lean"]["recovered"].as_u64(), Some(tables));
+}
