@@ -13,8 +13,9 @@
 //! Run: `cargo bench --no-default-features --bench mpc`.
 
 use contactlab::ocp::cito::hold_torque;
-use contactlab::ocp::mpc::{horizon_problem, Mpc};
+use contactlab::ocp::mpc::{horizon_problem, Mpc, MpcSettings, StepSampling};
 use contactlab::scene::Scene;
+use contactlab::sim::Simulation;
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::path::Path;
 
@@ -49,47 +50,20 @@ fn bench(c: &mut Criterion) {
             std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
         })
     });
-    // One trot per replan, taken in turn (scenes/mpc_step_fast.ron).
-    let one = contactlab::ocp::mpc::StepSampling { per_replan: 1, ..sampling };
-    let mut mpc = Mpc::new(&problem, step.iterations, 10);
-    let mut replan = 0;
-    c.bench_function("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot", |b| {
-        b.iter(|| {
-            let (_, trots) = one.trots_at(&rotors, 0.0, replan, problem.knots, step.knot_dt);
-            replan += 1;
-            std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
-        })
-    });
-    // The same with budgeted replans (scenes/mpc_step_budget.ron: warm-started contact solves,
-    // a replan ended at its first rejected line search, diverging trials cut short).
-    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_step_budget.ron")).unwrap();
-    let budget = s.mpc_settings().unwrap();
-    let one_budget = budget.step_sampling.expect("scenes/mpc_step_budget.ron samples steps");
-    let problem = horizon_problem(&rotors, &hold_torque(&rotors), &budget, budget.sensitivity());
-    let mut mpc = Mpc::new(&problem, budget.iterations, 10);
-    let mut replan = 0;
-    c.bench_function("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_budgeted", |b| {
-        b.iter(|| {
-            let (_, trots) = one_budget.trots_at(&rotors, 0.0, replan, problem.knots, budget.knot_dt);
-            replan += 1;
-            std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
-        })
-    });
-    // And with lean replans (scenes/mpc_step_lean.ron: relative convergence, line searches from
-    // the last accepted step, a looser horizon contact tolerance).
-    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_step_lean.ron")).unwrap();
-    let lean = s.mpc_settings().unwrap();
-    let one_lean = lean.step_sampling.expect("scenes/mpc_step_lean.ron samples steps");
-    let problem = horizon_problem(&rotors, &hold_torque(&rotors), &lean, lean.sensitivity());
-    let mut mpc = Mpc::new(&problem, lean.iterations, 10);
-    let mut replan = 0;
-    c.bench_function("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_lean", |b| {
-        b.iter(|| {
-            let (_, trots) = one_lean.trots_at(&rotors, 0.0, replan, problem.knots, lean.knot_dt);
-            replan += 1;
-            std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
-        })
-    });
+    // One trot per replan, taken in turn (scenes/mpc_step_fast.ron), then the same with
+    // budgeted replans (scenes/mpc_step_budget.ron: warm-started contact solves, a replan ended
+    // at its first rejected line search, diverging trials cut short) and with lean ones
+    // (scenes/mpc_step_lean.ron: relative convergence, line searches from the last accepted
+    // step, a looser horizon contact tolerance).
+    let one = StepSampling { per_replan: 1, ..sampling };
+    one_trot(c, "mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot", &rotors, &step, one);
+    for (scene, suffix) in [("mpc_step_budget", "budgeted"), ("mpc_step_lean", "lean")] {
+        let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenes/{scene}.ron"))).unwrap();
+        let settings = s.mpc_settings().unwrap();
+        let sampling = settings.step_sampling.expect("the scene samples steps");
+        let name = format!("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_{suffix}");
+        one_trot(c, &name, &rotors, &settings, sampling);
+    }
     let mut pd = sim.clone();
     c.bench_function("baseline_simulator_10ms_joint_pd_5_steps", |b| {
         b.iter(|| {
@@ -99,6 +73,22 @@ fn bench(c: &mut Criterion) {
             }
             pd.q = snapshot.0;
             pd.v = snapshot.1;
+        })
+    });
+}
+
+/// A replan cycle from the settled stance `sim` with `settings`, warm-started by the previous
+/// one, each sampling its trot from `sampling` in turn.
+fn one_trot(c: &mut Criterion, name: &str, sim: &Simulation, settings: &MpcSettings, sampling: StepSampling) {
+    let problem = horizon_problem(sim, &hold_torque(sim), settings, settings.sensitivity());
+    let mut mpc = Mpc::new(&problem, settings.iterations, 10);
+    let x = problem.x0.clone();
+    let mut replan = 0;
+    c.bench_function(name, |b| {
+        b.iter(|| {
+            let (_, trots) = sampling.trots_at(sim, 0.0, replan, problem.knots, settings.knot_dt);
+            replan += 1;
+            std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
         })
     });
 }

@@ -255,37 +255,17 @@ fn a_failed_replan_keeps_the_previous_plan_shifted() {
 /// above).
 #[test]
 fn budgeted_replans_roll_out_fewer_trials_and_still_recover_by_stepping() {
-    use contactlab::diff::Sensitivity;
-    use contactlab::ocp::mpc::{run_closed_loop, MpcSettings};
-    use contactlab::ocp::pull_sweep::{run_pull, PullDirection, PullSweepSettings, SweepController};
-    use contactlab::ocp::starts::{perturbed, StartNoise};
-    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_step_budget.ron")).unwrap();
-    let fast = s.mpc_settings().unwrap();
+    use contactlab::ocp::mpc::MpcSettings;
+    let (s, fast) = scene_mpc("mpc_step_budget");
     assert!(fast.warm_start_contacts && fast.stop_at_rejection && fast.trial_abort.is_some());
     let plain = MpcSettings { warm_start_contacts: false, stop_at_rejection: false, trial_abort: None, ..fast.clone() };
     let sim = s.settled(fast.settle).unwrap();
-    let pulls = s.simulation().pulls.clone();
-    let closed_loop = |settings: &MpcSettings| {
-        let mut trials = 0;
-        let summary =
-            run_closed_loop("fast", sim.clone(), &pulls, settings, None, &mut |c| trials += c.line_search_trials)
-                .unwrap()
-                .summary;
-        (summary, trials)
-    };
-    let ((budgeted, fewer), (full, more)) = (closed_loop(&fast), closed_loop(&plain));
+    let ((budgeted, fewer), (full, more)) = (closed_loop_trials(&s, &sim, &fast), closed_loop_trials(&s, &sim, &plain));
     eprintln!("trials: budgeted {fewer}, full {more}; {budgeted:?}");
     assert!(budgeted.recovered && budgeted.stepped && budgeted.failed_replans == 0, "{budgeted:?}");
     assert!(full.recovered, "{full:?}");
     assert!(20 * fewer <= 17 * more, "budgeted {fewer} trials against {more}");
-    let mut initial = s.simulation();
-    initial.pulls.clear();
-    let start = perturbed(&initial, fast.settle, &StartNoise::default(), 0).unwrap();
-    let relaxed = SweepController::Mpc(Sensitivity::Relaxed { kappa: fast.kappa, delta: fast.delta });
-    let sweep = PullSweepSettings::default();
-    let run = run_pull(&start, relaxed, &fast, &sweep, PullDirection::Lateral, 100.0, None).unwrap();
-    eprintln!("budgeted MPC from seed 0: {run:?}");
-    assert!(run.recovered && run.footfalls >= 1 && !run.trunk_touched && run.failed_steps == 0, "{run:?}");
+    relaxed_recovers_from_seed_0_at_100_n(&s, &fast);
 }
 
 /// Lean replans (scenes/mpc_step_lean.ron; `ocp::mpc` module docs, "Lean replans"): the
@@ -296,12 +276,8 @@ fn budgeted_replans_roll_out_fewer_trials_and_still_recover_by_stepping() {
 /// at 100 N.
 #[test]
 fn lean_replans_roll_out_fewer_trials_than_budgeted_ones_and_still_recover_by_stepping() {
-    use contactlab::diff::Sensitivity;
-    use contactlab::ocp::mpc::{horizon_problem, run_closed_loop, MpcSettings};
-    use contactlab::ocp::pull_sweep::{run_pull, PullDirection, PullSweepSettings, SweepController};
-    use contactlab::ocp::starts::{perturbed, StartNoise};
-    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/mpc_step_lean.ron")).unwrap();
-    let lean = s.mpc_settings().unwrap();
+    use contactlab::ocp::mpc::{horizon_problem, MpcSettings};
+    let (s, lean) = scene_mpc("mpc_step_lean");
     assert!(lean.relative_tolerance.is_some() && lean.adaptive_step && lean.contact_tolerance.is_some());
     let budget =
         MpcSettings { relative_tolerance: None, adaptive_step: false, contact_tolerance: None, ..lean.clone() };
@@ -310,26 +286,50 @@ fn lean_replans_roll_out_fewer_trials_than_budgeted_ones_and_still_recover_by_st
     let problem = horizon_problem(&sim, &contactlab::ocp::cito::hold_torque(&sim), &lean, lean.sensitivity());
     assert_eq!(Some(problem.settings.solver.tolerance), lean.contact_tolerance);
     assert_eq!(sim.settings.solver.tolerance, contactlab::contact::solver::Settings::default().tolerance);
-    let pulls = s.simulation().pulls.clone();
-    let closed_loop = |settings: &MpcSettings| {
-        let mut trials = 0;
-        let summary =
-            run_closed_loop("lean", sim.clone(), &pulls, settings, None, &mut |c| trials += c.line_search_trials)
-                .unwrap()
-                .summary;
-        (summary, trials)
-    };
-    let ((lean_run, fewer), (budget_run, more)) = (closed_loop(&lean), closed_loop(&budget));
+    let ((lean_run, fewer), (budget_run, more)) =
+        (closed_loop_trials(&s, &sim, &lean), closed_loop_trials(&s, &sim, &budget));
     eprintln!("trials: lean {fewer}, budgeted {more}; {lean_run:?}");
     assert!(lean_run.recovered && lean_run.stepped && lean_run.failed_replans == 0, "{lean_run:?}");
     assert!(budget_run.recovered, "{budget_run:?}");
     assert!(4 * fewer <= 3 * more, "lean {fewer} trials against {more}");
+    relaxed_recovers_from_seed_0_at_100_n(&s, &lean);
+}
+
+/// The scene `scenes/{name}.ron` and its MPC settings.
+fn scene_mpc(name: &str) -> (Scene, contactlab::ocp::mpc::MpcSettings) {
+    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenes/{name}.ron"))).unwrap();
+    let settings = s.mpc_settings().unwrap();
+    (s, settings)
+}
+
+/// The scene's own closed-loop run (its pulls) from the settled `sim` with `settings`: the
+/// summary and the line-search trials of all its replans.
+fn closed_loop_trials(
+    s: &Scene,
+    sim: &contactlab::sim::Simulation,
+    settings: &contactlab::ocp::mpc::MpcSettings,
+) -> (contactlab::ocp::mpc::MpcSummary, usize) {
+    let pulls = s.simulation().pulls.clone();
+    let mut trials = 0;
+    let summary =
+        run_closed_loop(&s.file.name, sim.clone(), &pulls, settings, None, &mut |c| trials += c.line_search_trials)
+            .unwrap()
+            .summary;
+    (summary, trials)
+}
+
+/// Relaxed MPC with `settings` recovers by stepping from seed 0's perturbed start of the scene
+/// under a 100 N lateral pull, trunk clear.
+fn relaxed_recovers_from_seed_0_at_100_n(s: &Scene, settings: &contactlab::ocp::mpc::MpcSettings) {
+    use contactlab::diff::Sensitivity;
+    use contactlab::ocp::pull_sweep::{run_pull, PullDirection, PullSweepSettings, SweepController};
+    use contactlab::ocp::starts::{perturbed, StartNoise};
     let mut initial = s.simulation();
     initial.pulls.clear();
-    let start = perturbed(&initial, lean.settle, &StartNoise::default(), 0).unwrap();
-    let relaxed = SweepController::Mpc(Sensitivity::Relaxed { kappa: lean.kappa, delta: lean.delta });
-    let run =
-        run_pull(&start, relaxed, &lean, &PullSweepSettings::default(), PullDirection::Lateral, 100.0, None).unwrap();
-    eprintln!("lean MPC from seed 0: {run:?}");
+    let start = perturbed(&initial, settings.settle, &StartNoise::default(), 0).unwrap();
+    let relaxed = SweepController::Mpc(Sensitivity::Relaxed { kappa: settings.kappa, delta: settings.delta });
+    let sweep = PullSweepSettings::default();
+    let run = run_pull(&start, relaxed, settings, &sweep, PullDirection::Lateral, 100.0, None).unwrap();
+    eprintln!("{} MPC from seed 0: {run:?}", s.file.name);
     assert!(run.recovered && run.footfalls >= 1 && !run.trunk_touched && run.failed_steps == 0, "{run:?}");
 }

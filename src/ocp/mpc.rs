@@ -137,7 +137,7 @@ pub struct MpcSettings {
     /// plan's cost \[none\] (`ddp::Settings::relative_tolerance`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relative_tolerance: Option<f64>,
-    /// Start each line search after a replan's first accepted step from twice that step
+    /// Start each line search from twice the last accepted step, kept from replan to replan
     /// \[false\] (`ddp::Settings::adaptive_step`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adaptive_step: bool,
