@@ -1,9 +1,10 @@
 //! Which of the lean replans' settings (scenes/mpc_step_lean.ron; `ocp::mpc` module docs,
 //! "Lean replans") costs the exact sensitivity its recoveries: the lateral pulls of
 //! `examples/pull_starts.rs` (60, 80 and 100 N from the perturbed starts of seeds 0-29) for
-//! MPC with the exact sensitivity under the lean settings and with each of the three turned off
+//! MPC with the exact sensitivity under the lean settings and with each of the four turned off
 //! in turn, and for the relaxed sensitivity under the lean settings without the relative
-//! tolerance. Two threads, one per half of the seeds.
+//! tolerance and without the re-centered contact warm starts. Two threads, one per half of the
+//! seeds.
 //!
 //! ```sh
 //! cargo run --release --no-default-features --example lean_ablation -- OUT.json
@@ -70,7 +71,17 @@ fn main() {
         ("exact, lean without relative_tolerance", exact, MpcSettings { relative_tolerance: None, ..lean.clone() }),
         ("exact, lean without adaptive_step", exact, MpcSettings { adaptive_step: false, ..lean.clone() }),
         ("exact, lean without contact_tolerance", exact, MpcSettings { contact_tolerance: None, ..lean.clone() }),
+        (
+            "exact, lean without contact_warm_start_mu",
+            exact,
+            MpcSettings { contact_warm_start_mu: None, ..lean.clone() },
+        ),
         ("relaxed, lean without relative_tolerance", relaxed, MpcSettings { relative_tolerance: None, ..lean.clone() }),
+        (
+            "relaxed, lean without contact_warm_start_mu",
+            relaxed,
+            MpcSettings { contact_warm_start_mu: None, ..lean.clone() },
+        ),
     ];
     let mut result = serde_json::Map::new();
     for (name, controller, settings) in &variants {

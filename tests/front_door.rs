@@ -119,6 +119,11 @@ fn bad_values(task: &Task) -> Vec<(SettingsError, &'static str, &'static str)> {
         "MpcSettings",
         "contact_tolerance",
     );
+    push(
+        MpcSettings { contact_warm_start_mu: Some(2.0), ..MpcSettings::default() }.validate(),
+        "MpcSettings",
+        "contact_warm_start_mu",
+    );
     let sampling = contactlab::ocp::mpc::StepSampling { frequency: 0.0, ..Default::default() };
     push(
         MpcSettings { step_sampling: Some(sampling), ..MpcSettings::default() }.validate(),
