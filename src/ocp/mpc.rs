@@ -56,10 +56,11 @@
 //! `contact_warm_start_mu` re-centers each warm-started horizon contact solve at a larger
 //! complementarity. A knot's last solution belongs to the previous iterate's state, not this
 //! one's: re-centered at the solver's default `1e-6` (normalized) the interior point starts
-//! near the cone boundaries of the wrong active set, and warm solves took 8.1 iterations on
-//! average against 5.9 for cold ones (the lean scene's own run, 1.5 s). Centered at `1e-2`
-//! they take 6.2, and fewer fail into a cold restart (56 against 97 of 25 600). The plant's
-//! warm starts (consecutive 2 ms steps, 3.4 iterations) keep the default.
+//! near the cone boundaries of the wrong active set, and the horizon's contact solves took 8.1
+//! iterations on average, more than the 6.4 of the same run with warm starts off (the lean
+//! scene's own run, first 1.5 s). Re-centered at `1e-2` they take 6.2, and fewer warm starts
+//! fail into a cold restart (56 against 97 of about 26 000). The plant's warm starts
+//! (consecutive 2 ms steps, 3.4 iterations) keep the default.
 //!
 //! *Recovered* means: the base position is within `recovery_tolerance` of its target at every
 //! simulator step from at most `recovery_time` after the last pull ends to the end of the run
