@@ -121,7 +121,8 @@ impl From<&DragRecord> for DragPull {
 /// A driver as a recording can rebuild it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum DriverRecord {
-    Mpc(MpcSettings),
+    /// Boxed: the settings are most of an [`Input`]'s size, and the other inputs are small.
+    Mpc(Box<MpcSettings>),
 }
 
 /// A base pose (position, rotation matrix by rows).
@@ -309,7 +310,7 @@ pub fn plain_driver(record: &DriverRecord) -> Result<Box<dyn Driver>, String> {
     match record {
         DriverRecord::Mpc(settings) => {
             settings.validate().map_err(|e| e.to_string())?;
-            Ok(Box::new(PlainMpc(crate::ocp::mpc::MpcDriver::new(settings.clone()))))
+            Ok(Box::new(PlainMpc(crate::ocp::mpc::MpcDriver::new((**settings).clone()))))
         }
     }
 }
@@ -335,7 +336,7 @@ impl Driver for PlainMpc {
     }
 
     fn record(&self) -> Option<DriverRecord> {
-        Some(DriverRecord::Mpc(self.0.spec.clone()))
+        Some(DriverRecord::Mpc(Box::new(self.0.spec.clone())))
     }
 
     fn set_target(&mut self, p: Vector3<f64>, r: Matrix3<f64>) {

@@ -110,7 +110,7 @@ impl Driver for MpcControl {
     }
 
     fn record(&self) -> Option<DriverRecord> {
-        Some(DriverRecord::Mpc(self.inner.spec.clone()))
+        Some(DriverRecord::Mpc(Box::new(self.inner.spec.clone())))
     }
 
     fn set_target(&mut self, p: Vector3<f64>, r: Matrix3<f64>) {
