@@ -54,7 +54,7 @@ fn bench(c: &mut Criterion) {
     // budgeted replans (scenes/mpc_step_budget.ron: warm-started contact solves, a replan ended
     // at its first rejected line search, diverging trials cut short) and with lean ones
     // (scenes/mpc_step_lean.ron: relative convergence, line searches from the last accepted
-    // step, a looser horizon contact tolerance).
+    // step, a looser horizon contact tolerance, re-centered horizon contact warm starts).
     let one = StepSampling { per_replan: 1, ..sampling };
     one_trot(c, "mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot", &rotors, &step, one);
     for (scene, suffix) in [("mpc_step_budget", "budgeted"), ("mpc_step_lean", "lean")] {

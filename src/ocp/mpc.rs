@@ -299,8 +299,7 @@ impl MpcSettings {
             });
         }
         if let Some(m) = self.contact_warm_start_mu {
-            // The solver's own range.
-            c.check(m > 0.0 && m <= 1.0, "contact_warm_start_mu", || {
+            c.check(crate::contact::solver::valid_warm_start_mu(m), "contact_warm_start_mu", || {
                 format!("{m} is out of range: allowed (0, 1] or none")
             });
         }

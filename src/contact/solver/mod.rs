@@ -310,4 +310,4 @@ mod settings;
 
 pub use interior_point::ContactSolver;
 pub use modes::{classify, classify_all, ContactMode};
-pub use settings::{Info, Settings, SettingsError, Status};
+pub use settings::{valid_warm_start_mu, Info, Settings, SettingsError, Status};

@@ -79,6 +79,11 @@ pub enum SettingsError {
     },
 }
 
+/// Whether `mu0` is an allowed [`Settings::warm_start_mu`]: in `(0, 1]` (NaN is not).
+pub fn valid_warm_start_mu(mu0: f64) -> bool {
+    mu0 > 0.0 && mu0 <= 1.0
+}
+
 impl Settings {
     /// Checks every field against its documented range.
     pub fn validate(&self) -> Result<(), SettingsError> {
@@ -102,7 +107,7 @@ impl Settings {
             "(0, 1)",
         )?;
         check("regularization", s.regularization, (0.0..=1e-3).contains(&s.regularization), "[0, 1e-3]")?;
-        check("warm_start_mu", s.warm_start_mu, s.warm_start_mu > 0.0 && s.warm_start_mu <= 1.0, "(0, 1]")?;
+        check("warm_start_mu", s.warm_start_mu, valid_warm_start_mu(s.warm_start_mu), "(0, 1]")?;
         check("friction_floor", s.friction_floor, s.friction_floor > 0.0 && s.friction_floor <= 1e-2, "(0, 1e-2]")?;
         check(
             "separated_impulse",
