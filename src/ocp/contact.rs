@@ -32,7 +32,7 @@ use crate::contact::Terrain;
 use crate::diff::{
     transition_jacobians, transition_jacobians_after_step, Sensitivity, TransitionStatus, TransitionWorkspace,
 };
-use crate::linalg::{copy_dense, zero_dense};
+use crate::linalg::zero_dense;
 use crate::model::configuration::free_flyer_placement;
 use crate::model::{difference, integrate, JointKind, Model};
 use crate::sim::{step, StepWorkspace};
@@ -414,8 +414,10 @@ impl ActionModel for ContactAction {
         }
         d.x_next.rows_mut(0, nq).copy_from(&work.tw.q_next);
         d.x_next.rows_mut(nq, nv).copy_from(&work.tw.v_next);
-        copy_dense(&mut d.fx, &work.a);
-        copy_dense(&mut d.fu, &work.b);
+        // Hand the Jacobians over instead of copying them: `after_step` writes every entry of
+        // `a` and `b`, so the buffers the data gives back need no clearing.
+        std::mem::swap(&mut d.fx, &mut work.a);
+        std::mem::swap(&mut d.fu, &mut work.b);
         d.cost = sc + 0.5 * self.cost.w_control * u.norm_squared();
         d.lu.copy_from(u);
         d.lu *= self.cost.w_control;
