@@ -1,6 +1,7 @@
 //! One DDP iteration over a 30-knot quadruped horizon with contact-implicit dynamics (10 ms
 //! knots, four feet on the ground, exact sensitivity), from a converged-ish start: derivatives
-//! at every knot, the backward pass and a full-step forward pass.
+//! at every knot, the backward pass and a full-step forward pass; then the same with the knots
+//! differentiated on two threads.
 //!
 //! Run: `cargo bench --no-default-features --bench ddp`.
 
@@ -62,6 +63,15 @@ fn bench(c: &mut Criterion) {
         || ShootingProblem { x0: x0.clone(), running: vec![running.clone(); knots], terminal: terminal.clone() };
     let mut ddp = Ddp::new(problem(), Settings { max_iterations: 1, ..Default::default() });
     c.bench_function("ddp_iteration_quadruped_30_knots", |b| {
+        b.iter(|| {
+            let info = ddp.solve(Some(&guess), None);
+            std::hint::black_box(info.cost)
+        })
+    });
+    // The same iteration with the knots differentiated on two threads (`Settings::threads`;
+    // the rollouts and the backward pass stay sequential).
+    let mut ddp = Ddp::new(problem(), Settings { max_iterations: 1, threads: 2, ..Default::default() });
+    c.bench_function("ddp_iteration_quadruped_30_knots_2_threads", |b| {
         b.iter(|| {
             let info = ddp.solve(Some(&guess), None);
             std::hint::black_box(info.cost)

@@ -184,3 +184,90 @@ fn joint_range_cost_penalizes_joints_beyond_their_ranges() {
         assert!((an - fd).abs() <= 1e-6 * fd.abs().max(1.0), "{an} vs {fd}");
     }
 }
+
+/// A running model that records which threads differentiate it.
+struct OnThreads {
+    inner: Arc<dyn ActionModel>,
+    seen: Arc<std::sync::Mutex<std::collections::HashSet<std::thread::ThreadId>>>,
+}
+
+impl ActionModel for OnThreads {
+    fn nx(&self) -> usize {
+        self.inner.nx()
+    }
+    fn ndx(&self) -> usize {
+        self.inner.ndx()
+    }
+    fn nu(&self) -> usize {
+        self.inner.nu()
+    }
+    fn control_bounds(&self) -> Option<(&DVector<f64>, &DVector<f64>)> {
+        self.inner.control_bounds()
+    }
+    fn create_data(&self) -> contactlab::ocp::ActionData {
+        self.inner.create_data()
+    }
+    fn calc(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
+        self.inner.calc(d, x, u)
+    }
+    fn calc_diff(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
+        self.seen.lock().unwrap().insert(std::thread::current().id());
+        self.inner.calc_diff(d, x, u)
+    }
+    fn integrate(&self, x: &DVector<f64>, dx: &DVector<f64>, out: &mut DVector<f64>) {
+        self.inner.integrate(x, dx, out)
+    }
+    fn difference(&self, x0: &DVector<f64>, x1: &DVector<f64>, out: &mut DVector<f64>) {
+        self.inner.difference(x0, x1, out)
+    }
+}
+
+/// `Settings::threads`: the knots are differentiated on that many threads, and the solve is the
+/// same bit for bit (each knot's derivatives depend on that knot alone).
+#[test]
+fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
+    let mut sim = stance();
+    sim.settings.dt = 0.01;
+    let m = sim.model.clone();
+    let (nq, nv) = (m.nq, m.nv);
+    let c = cost(&sim, 0.04);
+    let sensitivity = Sensitivity::Relaxed { kappa: 1e-3, delta: 1e-2 };
+    let mut u = DVector::zeros(m.nu);
+    let mut damping = DVector::zeros(m.nu);
+    sim.controller.compute(&m, sim.q.as_slice(), sim.v.as_slice(), 0.01, &mut u, &mut damping);
+    let knots = 30;
+    let solve = |threads: usize| {
+        let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+        let inner: Arc<dyn ActionModel> =
+            Arc::new(ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, sensitivity, c.clone(), None));
+        let running: Arc<dyn ActionModel> = Arc::new(OnThreads { inner, seen: seen.clone() });
+        let terminal = Arc::new(ContactAction::new(
+            m.clone(),
+            sim.terrain.clone(),
+            sim.settings,
+            sensitivity,
+            c.clone(),
+            Some(200.0),
+        ));
+        let mut x0 = DVector::zeros(nq + nv);
+        x0.rows_mut(0, nq).copy_from(&sim.q);
+        x0.rows_mut(nq, nv).copy_from(&sim.v);
+        let p = ShootingProblem { x0, running: vec![running; knots], terminal };
+        let mut ddp = Ddp::new(p, Settings { max_iterations: 4, threads, ..Default::default() });
+        let info = ddp.solve(Some(&vec![u.clone(); knots]), None);
+        let seen = seen.lock().unwrap().clone();
+        (info, ddp.xs.clone(), ddp.us.clone(), seen)
+    };
+    let (one, xs1, us1, seen1) = solve(1);
+    let (two, xs2, us2, seen2) = solve(2);
+    assert!(one.iterations > 0 && one.cost.is_finite(), "{one:?}");
+    // One thread: the caller's. Two: the solver's pool (which of its two threads takes which
+    // knot is the scheduler's business), never the caller.
+    let me = std::thread::current().id();
+    assert_eq!(seen1.into_iter().collect::<Vec<_>>(), vec![me], "one thread differentiates: the caller");
+    assert!(!seen2.is_empty() && seen2.len() <= 2 && !seen2.contains(&me), "the pool differentiates: {seen2:?}");
+    assert_eq!(one.cost.to_bits(), two.cost.to_bits(), "costs {} and {}", one.cost, two.cost);
+    assert_eq!((one.status, one.iterations), (two.status, two.iterations));
+    assert!(xs1.iter().zip(&xs2).all(|(a, b)| a.iter().zip(b.iter()).all(|(p, q)| p.to_bits() == q.to_bits())));
+    assert!(us1.iter().zip(&us2).all(|(a, b)| a.iter().zip(b.iter()).all(|(p, q)| p.to_bits() == q.to_bits())));
+}
