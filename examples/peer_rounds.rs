@@ -1,0 +1,106 @@
+//! ContactLab's side of one paired round of `benches/peers/paired_rounds.py`: the standing
+//! quadruped's step, its transition Jacobians and the batch rollouts, timed the way the criterion
+//! benches time them (`benches/dynamics.rs`, `benches/transition.rs`, `benches/scaling.rs`), in
+//! a fraction of a second, printed as one JSON object. The script runs it and MuJoCo's
+//! measurements back to back, round after round, so that the ratios it reports are of
+//! measurements taken at the same speed of a machine whose clock drifts by a third within
+//! minutes.
+//!
+//! ```sh
+//! cargo run --release --no-default-features --example peer_rounds
+//! ```
+//!
+//! Each time is the median over blocks (a block: many calls, its mean per call).
+
+use contactlab::diff::transition::{transition_jacobians, Sensitivity, TransitionWorkspace};
+use contactlab::scene::Scene;
+use contactlab::sim::Simulation;
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+/// Median over `blocks` blocks of `per_block` calls of `f`, per call (us).
+fn median_us(blocks: usize, per_block: usize, mut f: impl FnMut()) -> f64 {
+    let mut t: Vec<f64> = (0..blocks)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..per_block {
+                f();
+            }
+            1e6 * start.elapsed().as_secs_f64() / per_block as f64
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+/// 64 rollouts of 250 steps from the settled state with small pushes (`benches/scaling.rs`).
+fn batch(sim: &Simulation) -> usize {
+    (0..64)
+        .into_par_iter()
+        .map(|i| {
+            let mut s = sim.clone();
+            s.v[0] += 1e-3 * i as f64;
+            (0..250).take_while(|_| s.step().status.advanced()).count()
+        })
+        .sum()
+}
+
+fn main() {
+    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/quadruped_stand.ron")).expect("scene");
+    let mut sim = s.simulation();
+    for _ in 0..1000 {
+        sim.step();
+    }
+    let model = sim.model.clone();
+    let (nv, nu) = (model.nv, model.nu);
+
+    let mut stepping = sim.clone();
+    let step_us = median_us(9, 2000, || {
+        stepping.q.copy_from(&sim.q);
+        stepping.v.copy_from(&sim.v);
+        black_box(stepping.step());
+    });
+
+    let tau_ext = DVector::zeros(nv);
+    let (q, v, u) = (sim.q.clone(), sim.v.clone(), sim.u.clone());
+    let x = (q.as_slice(), v.as_slice(), u.as_slice(), tau_ext.as_slice());
+    let (mut a, mut b) = (DMatrix::zeros(2 * nv, 2 * nv), DMatrix::zeros(2 * nv, nu));
+    let mut ws = sim.ws.clone();
+    let mut tw = TransitionWorkspace::new(&model);
+    let mut jacobians = |sensitivity| {
+        median_us(9, 300, || {
+            black_box(transition_jacobians(
+                &model,
+                &sim.terrain,
+                &sim.settings,
+                &mut ws,
+                &mut tw,
+                x,
+                sensitivity,
+                &mut a,
+                &mut b,
+            ));
+        })
+    };
+    let relaxed = jacobians(Sensitivity::Relaxed { kappa: 1e-6, delta: 1e-3 });
+    let exact = jacobians(Sensitivity::Exact);
+
+    // From the same settled state as the step (`benches/scaling.rs` settles the builtin
+    // quadruped under the same PD for 3 s instead of 2 s: both stand still on four feet).
+    let mut rollouts = serde_json::Map::new();
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        let s = median_us(5, 1, || assert_eq!(pool.install(|| batch(&sim)), 64 * 250));
+        rollouts.insert(format!("rollouts_64x250_{threads}_threads_steps_per_s"), (64.0 * 250.0 / (s * 1e-6)).into());
+    }
+    let mut out = serde_json::json!({
+        "step_us": step_us,
+        "jacobians_relaxed_us": relaxed,
+        "jacobians_exact_us": exact,
+    });
+    out.as_object_mut().expect("object").extend(rollouts);
+    println!("{out}");
+}
