@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Rewrites the README's result tables from the committed result files (run after
 scripts/reproduce): the CITO table (one run per task and sensitivity), the CITO table over
-perturbed starts, the two pull-sweep tables, and the table against MuJoCo (docs/results/perf). The prose around them is not touched: read the
+perturbed starts, the two pull-sweep tables, and the tables against MuJoCo (docs/results/perf: the run and its
+paired rounds). The prose around them is not touched: read the
 diff, and fix every number the prose quotes. tests/readme_results.rs checks the outcome."""
 import json
 import pathlib
@@ -64,7 +65,38 @@ def main():
     if peers.exists():
         lines = replace_table(lines, "| measurement (same robot, same run) |", perf_table(json.loads(peers.read_text())))
 
+    paired = res / "perf" / "paired.json"
+    if paired.exists():
+        lines = replace_table(lines, "| ratio, ", paired_table(json.loads(paired.read_text())))
+
     readme.write_text("\n".join(lines) + "\n")
+
+
+# The paired rounds' ratios (benches/peers/paired_rounds.py): name, README label, format.
+PAIRED = [
+    ("step_ours_over_mj_step", "step, ContactLab over `mj_step`", "{:.2f}"),
+    ("jacobians_relaxed_over_our_step", "relaxed Jacobians A, B over ContactLab's step", "{:.2f}"),
+    ("mjd_transitionFD_forward_over_our_jacobians_relaxed",
+     "`mjd_transitionFD` forward over ContactLab's relaxed Jacobians", "{:.1f}x"),
+    ("our_rollouts_2_threads_over_1", "ContactLab's 64 rollouts, 2 threads over 1", "{:.2f}"),
+    ("mujoco_rollouts_2_threads_over_1", "MuJoCo's 64 rollouts, 2 threads over 1", "{:.2f}"),
+]
+
+
+def paired_table(p):
+    """The README's table of the paired rounds (docs/results/perf/paired.json);
+    tests/readme_results.rs formats the same rows."""
+    n = p["rounds"]
+    out = [f"| ratio, {n} paired rounds | median | range | rounds meeting the target | target |", "|---|---|---|---|---|"]
+    for key, label, fmt in PAIRED:
+        e = p["ratios"][key]
+        if e["target"] is None:
+            meet, target = "-", "-"
+        else:
+            meet = f"{e['rounds_meeting_target']}/{n}"
+            target = ("<= " if e["target_is_upper_bound"] else ">= ") + fmt.format(e["target"])
+        out.append(f"| {label} | {fmt.format(e['median'])} | {fmt.format(e['min'])} to {fmt.format(e['max'])} | {meet} | {target} |")
+    return out
 
 
 def perf_table(p):
@@ -83,6 +115,8 @@ def perf_table(p):
         f"| transition Jacobians against one step of ContactLab | {r['jacobians_relaxed_over_our_step']:.2f} steps "
         f"| - | - | <= 3 steps |",
         f"| one DDP iteration, 30 knots | {r['ddp_iteration_30_knots_ms']:.2f} ms | - | - | < 1.5 ms |",
+        f"| the same, knots differentiated on 2 threads | {r['ddp_iteration_30_knots_2_threads_ms']:.2f} ms "
+        f"| - | - | < 1.5 ms |",
         f"| 64 rollouts of 0.5 s, steps/s on 1 thread | {c['rollouts_64x250_1_threads_steps_per_s']:.0f} "
         f"| {m['rollouts_64x250_1_threads_steps_per_s']:.0f} | - | - |",
         f"| the same on 2 threads | {c['rollouts_64x250_2_threads_steps_per_s']:.0f} "

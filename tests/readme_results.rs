@@ -381,6 +381,10 @@ fn the_peer_benchmark_table_is_the_committed_run() {
         format!("| {:.2} steps |", f(r, "jacobians_relaxed_over_our_step")),
         format!("| {:.2} ms |", f(r, "ddp_iteration_30_knots_ms")),
         format!(
+            "| the same, knots differentiated on 2 threads | {:.2} ms |",
+            f(r, "ddp_iteration_30_knots_2_threads_ms")
+        ),
+        format!(
             "| {:.0} | {:.0} |",
             f(c, "rollouts_64x250_1_threads_steps_per_s"),
             f(m, "rollouts_64x250_1_threads_steps_per_s")
@@ -392,6 +396,59 @@ fn the_peer_benchmark_table_is_the_committed_run() {
         ),
     ] {
         assert!(readme.contains(&cell), "README lacks {cell}");
+    }
+}
+
+/// The paired rounds against MuJoCo (`benches/peers/paired_rounds.py`, run by
+/// `scripts/bench-peers`, `docs/results/perf/paired.json`), row by row as
+/// `scripts/readme_tables.py` writes them, and each row's count of rounds meeting its target
+/// agrees with the rounds kept in the file.
+#[test]
+fn the_paired_rounds_table_is_the_committed_run() {
+    let readme = readme();
+    let p = json(&root().join("docs/results/perf/paired.json"));
+    let n = p["rounds"].as_u64().unwrap();
+    let rounds = p["per_round"].as_array().unwrap();
+    assert_eq!(rounds.len() as u64, n);
+    for (key, label, unit) in [
+        ("step_ours_over_mj_step", "step, ContactLab over `mj_step`", 2),
+        ("jacobians_relaxed_over_our_step", "relaxed Jacobians A, B over ContactLab's step", 2),
+        (
+            "mjd_transitionFD_forward_over_our_jacobians_relaxed",
+            "`mjd_transitionFD` forward over ContactLab's relaxed Jacobians",
+            1,
+        ),
+        ("our_rollouts_2_threads_over_1", "ContactLab's 64 rollouts, 2 threads over 1", 2),
+        ("mujoco_rollouts_2_threads_over_1", "MuJoCo's 64 rollouts, 2 threads over 1", 2),
+    ] {
+        let e = &p["ratios"][key];
+        let fmt = |x: f64| if unit == 1 { format!("{x:.1}x") } else { format!("{x:.2}") };
+        let (meet, target) = match e["target"].as_f64() {
+            None => ("-".to_string(), "-".to_string()),
+            Some(t) => {
+                let upper = e["target_is_upper_bound"].as_bool().unwrap();
+                let counted = rounds
+                    .iter()
+                    .filter(|r| {
+                        let x = f(&r["ratios"], key);
+                        if upper {
+                            x <= t
+                        } else {
+                            x >= t
+                        }
+                    })
+                    .count() as u64;
+                assert_eq!(e["rounds_meeting_target"].as_u64(), Some(counted), "{key}");
+                (format!("{counted}/{n}"), format!("{} {}", if upper { "<=" } else { ">=" }, fmt(t)))
+            }
+        };
+        let row = format!(
+            "| {label} | {} | {} to {} | {meet} | {target} |",
+            fmt(f(e, "median")),
+            fmt(f(e, "min")),
+            fmt(f(e, "max"))
+        );
+        assert!(readme.lines().any(|l| l.trim() == row), "README lacks the paired row\n{row}");
     }
 }
 
@@ -745,7 +802,7 @@ fn the_pull_starts_recoveries_inside_the_joint_ranges_are_the_committed_runs() {
 }
 
 /// The closed-loop replan times of the one-trot, budgeted and lean scenes, interleaved over
-/// rounds (`scripts/realtime.py`, in `scripts/reproduce mpclean`): one README row per scene.
+/// rounds (`scripts/realtime.py`, in `scripts/reproduce realtime`): one README row per scene.
 #[test]
 fn the_closed_loop_timing_table_is_the_committed_run() {
     let readme = readme();

@@ -225,6 +225,7 @@ def main():
         "jacobians_exact_us": ours(c, "quadruped_transition", "analytic_exact"),
         "fd_transition_us": ours(c, "quadruped_transition", "baseline_fd_transition"),
         "ddp_iteration_30_knots_us": ours(c, "ddp_iteration_quadruped_30_knots"),
+        "ddp_iteration_30_knots_2_threads_us": ours(c, "ddp_iteration_quadruped_30_knots_2_threads"),
         "rnea_us": ours(c, "quadruped", "rnea"),
         "crba_us": ours(c, "quadruped", "crba"),
         "aba_us": ours(c, "quadruped", "aba"),
@@ -244,6 +245,9 @@ def main():
         "jacobians_relaxed_over_our_step": ratio(our["jacobians_relaxed_us"], our["step_us"]),
         "mjd_transitionFD_forward_over_our_jacobians_relaxed": ratio(mj["mjd_transitionFD_forward_us"], our["jacobians_relaxed_us"]),
         "ddp_iteration_30_knots_ms": None if our["ddp_iteration_30_knots_us"] is None else our["ddp_iteration_30_knots_us"] / 1e3,
+        "ddp_iteration_30_knots_2_threads_ms": None
+        if our["ddp_iteration_30_knots_2_threads_us"] is None
+        else our["ddp_iteration_30_knots_2_threads_us"] / 1e3,
         "our_rollouts_2_threads_over_1": ratio(r2, r1),
         "mujoco_rollouts_2_threads_over_1": ratio(mj["rollouts_64x250_2_threads_steps_per_s"], mj["rollouts_64x250_1_threads_steps_per_s"]),
     }
