@@ -261,11 +261,10 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
     let (one, xs1, us1, seen1) = solve(1);
     let (two, xs2, us2, seen2) = solve(2);
     assert!(one.iterations > 0 && one.cost.is_finite(), "{one:?}");
-    // One thread: the caller's. Two: the solver's pool (which of its two threads takes which
-    // knot is the scheduler's business), never the caller.
+    // One thread: the caller's. Two: the caller's and, in each sweep, one spawned for it.
     let me = std::thread::current().id();
     assert_eq!(seen1.into_iter().collect::<Vec<_>>(), vec![me], "one thread differentiates: the caller");
-    assert!(!seen2.is_empty() && seen2.len() <= 2 && !seen2.contains(&me), "the pool differentiates: {seen2:?}");
+    assert!(seen2.len() >= 2 && seen2.contains(&me), "the caller and other threads differentiate: {seen2:?}");
     assert_eq!(one.cost.to_bits(), two.cost.to_bits(), "costs {} and {}", one.cost, two.cost);
     assert_eq!((one.status, one.iterations), (two.status, two.iterations));
     assert!(xs1.iter().zip(&xs2).all(|(a, b)| a.iter().zip(b.iter()).all(|(p, q)| p.to_bits() == q.to_bits())));

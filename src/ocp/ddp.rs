@@ -67,12 +67,16 @@
 //!
 //! # Threads
 //! A knot's derivatives depend on that knot's state and control alone, so `Settings::threads`
-//! above 1 differentiates the knots on a pool of that many threads (Crocoddyl does the same with
-//! OpenMP). The rollouts and the backward pass are sequential, and the result is the same bit
-//! for bit. On the iteration of `examples/ddp_profile.rs` (`scenes/cito_raise.ron`, 30 knots,
-//! exact sensitivity; a third of its instructions are the derivatives) two threads took 2.09 ms
-//! against 2.43 ms, the fastest of 400 interleaved solves each (scratch; this machine's clock
-//! drifts too much within minutes for means to tell).
+//! above 1 differentiates the knots on that many threads (Crocoddyl does the same with OpenMP),
+//! in contiguous blocks, one on the calling thread and the others on threads spawned for the
+//! sweep. The rollouts and the backward pass are sequential, and the result is the same bit for
+//! bit. On the iteration of `examples/ddp_profile.rs` (`scenes/cito_raise.ron`, 30 knots,
+//! exact sensitivity; a third of its instructions are the derivatives), 400 solves on one and on
+//! two threads, interleaved (scratch, twice): fastest 2.50-2.53 ms against 2.17-2.22 ms, medians
+//! 2.88-2.90 against 2.63-2.70 ms, the median of the paired ratios 0.89-0.93. With a pool of two
+//! workers instead of threads spawned per sweep the fastest solves were as quick, but a criterion
+//! run took 3.29 ms against 2.42 ms on one thread; idle rayon workers spin a while before they
+//! sleep, on two cores against the rollout that follows (the likely cause, not measured).
 
 use super::action::{ActionData, ActionModel};
 use crate::linalg::gemm;
@@ -295,8 +299,6 @@ pub struct Ddp {
     /// Step length of the last accepted line search, kept across solves (`adaptive_step`).
     last_alpha: Option<f64>,
     bw: Backward,
-    /// The pool that differentiates the knots when `settings.threads > 1`, with its size.
-    pool: Option<(usize, rayon::ThreadPool)>,
 }
 
 impl Ddp {
@@ -329,7 +331,6 @@ impl Ddp {
             mu: settings.mu_init,
             last_alpha: None,
             bw: Backward::new(),
-            pool: None,
             problem,
             settings,
         }
@@ -594,20 +595,42 @@ impl Ddp {
     /// `calc_diff` of every running knot along the current trajectory, on `settings.threads`
     /// threads.
     fn differentiate_running(&mut self) {
-        let threads = self.settings.threads;
-        if threads > 1 && self.pool.as_ref().is_none_or(|(n, _)| *n != threads) {
-            // A pool that cannot be built leaves the knots to this thread.
-            self.pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok().map(|p| (threads, p));
-        }
         let (running, xs, us) = (&self.problem.running, &self.xs, &self.us);
-        let knot = |(i, d): (usize, &mut ActionData)| running[i].calc_diff(d, &xs[i], &us[i]);
-        match &self.pool {
-            Some((_, pool)) if threads > 1 => {
-                use rayon::prelude::*;
-                pool.install(|| self.data.par_iter_mut().enumerate().for_each(knot))
+        let knots = |first: usize, data: &mut [ActionData]| {
+            for (k, d) in data.iter_mut().enumerate() {
+                running[first + k].calc_diff(d, &xs[first + k], &us[first + k]);
             }
-            _ => self.data.iter_mut().enumerate().for_each(knot),
+        };
+        let threads = self.settings.threads.clamp(1, self.data.len().max(1));
+        if threads == 1 {
+            knots(0, &mut self.data);
+            return;
         }
+        // Contiguous blocks of knots, the first on this thread. The other threads are spawned
+        // for this sweep and joined: a pool's idle workers would go on spinning through the
+        // sequential rollout that follows, on a machine with no more cores than threads.
+        let size = self.data.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let mut blocks = self.data.chunks_mut(size).enumerate();
+            let first = blocks.next().map(|(_, b)| b);
+            let mut here = Vec::new();
+            for (b, block) in blocks {
+                let spawned = std::thread::Builder::new().spawn_scoped(scope, move || knots(b * size, block));
+                if spawned.is_err() {
+                    // No thread to be had: this block waits for this thread.
+                    here.push(b);
+                }
+            }
+            if let Some(block) = first {
+                knots(0, block);
+            }
+            here
+        })
+        .into_iter()
+        .for_each(|b| {
+            let (lo, hi) = (b * size, ((b + 1) * size).min(self.data.len()));
+            knots(lo, &mut self.data[lo..hi]);
+        });
     }
 
     /// Gauss-Newton backward pass at the current `mu`; `false` if a `Q_uu` is not positive
