@@ -111,14 +111,24 @@ def mj_times(mujoco, m, d, steps=2000, rollouts=False):
         "mjd_transitionFD_centered_us": 1e6 * best_of(fd(1)) / 20,
     }
     if rollouts:
-        n, t = 64, 250
-        starts = np.tile(state, (n, 1))
-        starts[:, 1 + m.nq] += 1e-3 * np.arange(n)  # the same small pushes as benches/scaling.rs
-        controls = np.tile(d.ctrl.copy(), (n, t, 1))
-        for threads in (1, 2):
-            datas = [mujoco.MjData(m) for _ in range(threads)]
-            s = best_of(lambda: mr.rollout(m, datas, starts, controls), repeats=5)
-            out[f"rollouts_64x250_{threads}_threads_steps_per_s"] = n * t / s
+        out.update(rollout_rates(mujoco, m, d, state))
+    return out
+
+
+def rollout_rates(mujoco, m, d, state):
+    """Steps per second of 64 rollouts of 250 steps from `state` (full physics) with small
+    pushes, under `d`'s controls, on 1 and 2 threads."""
+    import mujoco.rollout as mr
+
+    n, t = 64, 250
+    starts = np.tile(state, (n, 1))
+    starts[:, 1 + m.nq] += 1e-3 * np.arange(n)  # the same small pushes as benches/scaling.rs
+    controls = np.tile(d.ctrl.copy(), (n, t, 1))
+    out = {}
+    for threads in (1, 2):
+        datas = [mujoco.MjData(m) for _ in range(threads)]
+        s = best_of(lambda: mr.rollout(m, datas, starts, controls), repeats=5)
+        out[f"rollouts_64x250_{threads}_threads_steps_per_s"] = n * t / s
     return out
 
 

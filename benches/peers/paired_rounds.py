@@ -71,14 +71,7 @@ def mujoco_round(mujoco, m, d):
     work.ctrl[:] = d.ctrl
     fd = lambda: [mujoco.mjd_transitionFD(m, work, 1e-6, 0, a, b, None, None) for _ in range(20)]  # noqa: E731
     out["mjd_transitionFD_forward_us"] = 1e6 * peers.best_of(fd, repeats=5) / 20
-    n, t = 64, 250
-    starts = np.tile(state, (n, 1))
-    starts[:, 1 + m.nq] += 1e-3 * np.arange(n)  # the same small pushes as benches/scaling.rs
-    controls = np.tile(d.ctrl.copy(), (n, t, 1))
-    for threads in (1, 2):
-        datas = [mujoco.MjData(m) for _ in range(threads)]
-        s = peers.best_of(lambda: mr.rollout(m, datas, starts, controls), repeats=5)
-        out[f"rollouts_64x250_{threads}_threads_steps_per_s"] = n * t / s
+    out.update(peers.rollout_rates(mujoco, m, d, state))
     return out
 
 
