@@ -10,7 +10,9 @@
 //! cargo run --release --no-default-features --example peer_rounds
 //! ```
 //!
-//! Each time is the median over blocks (a block: many calls, its mean per call).
+//! Each time is the median over blocks (a block: many calls, its mean per call). With
+//! `--count N` it runs N steps and N relaxed and N exact Jacobians, each batch in a function of
+//! its own, for an instruction counter (`benches/peers/count_instructions.py`).
 
 use contactlab::diff::transition::{transition_jacobians, Sensitivity, TransitionWorkspace};
 use contactlab::scene::Scene;
@@ -48,11 +50,67 @@ fn batch(sim: &Simulation) -> usize {
         .sum()
 }
 
+/// `n` steps from the settled state (for an instruction counter: `--count`).
+#[inline(never)]
+fn counted_steps(sim: &Simulation, n: usize) {
+    let mut stepping = sim.clone();
+    for _ in 0..n {
+        stepping.q.copy_from(&sim.q);
+        stepping.v.copy_from(&sim.v);
+        black_box(stepping.step());
+    }
+}
+
+/// `n` relaxed transition Jacobians at the settled state (`--count`).
+#[inline(never)]
+fn counted_relaxed(sim: &Simulation, n: usize) {
+    counted_jacobians(sim, n, Sensitivity::Relaxed { kappa: 1e-6, delta: 1e-3 })
+}
+
+/// `n` exact transition Jacobians at the settled state (`--count`).
+#[inline(never)]
+fn counted_exact(sim: &Simulation, n: usize) {
+    counted_jacobians(sim, n, Sensitivity::Exact)
+}
+
+#[inline(always)]
+fn counted_jacobians(sim: &Simulation, n: usize, sensitivity: Sensitivity) {
+    let (nv, nu) = (sim.model.nv, sim.model.nu);
+    let tau_ext = DVector::zeros(nv);
+    let x = (sim.q.as_slice(), sim.v.as_slice(), sim.u.as_slice(), tau_ext.as_slice());
+    let (mut a, mut b) = (DMatrix::zeros(2 * nv, 2 * nv), DMatrix::zeros(2 * nv, nu));
+    let (mut ws, mut tw) = (sim.ws.clone(), TransitionWorkspace::new(&sim.model));
+    for _ in 0..n {
+        black_box(transition_jacobians(
+            &sim.model,
+            &sim.terrain,
+            &sim.settings,
+            &mut ws,
+            &mut tw,
+            x,
+            sensitivity,
+            &mut a,
+            &mut b,
+        ));
+    }
+}
+
 fn main() {
     let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/quadruped_stand.ron")).expect("scene");
     let mut sim = s.simulation();
     for _ in 0..1000 {
         sim.step();
+    }
+    // `--count N`: N steps, then N relaxed and N exact Jacobians, each in its own function, for
+    // `valgrind --tool=callgrind --toggle-collect=...` (benches/peers/count_instructions.py).
+    let args: Vec<String> = std::env::args().collect();
+    if let [_, flag, n] = &args[..] {
+        assert_eq!(flag, "--count", "usage: peer_rounds [--count N]");
+        let n: usize = n.parse().expect("--count N");
+        counted_steps(&sim, n);
+        counted_relaxed(&sim, n);
+        counted_exact(&sim, n);
+        return;
     }
     let model = sim.model.clone();
     let (nv, nu) = (model.nv, model.nu);
