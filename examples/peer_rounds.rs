@@ -50,49 +50,72 @@ fn batch(sim: &Simulation) -> usize {
         .sum()
 }
 
-/// `n` steps from the settled state (for an instruction counter: `--count`).
+/// The buffers of the counted calls, made before counting (`--count`), so that each counted
+/// function executes the calls alone.
+struct Counted<'a> {
+    sim: &'a Simulation,
+    stepping: Simulation,
+    ws: contactlab::sim::step::StepWorkspace,
+    tw: TransitionWorkspace,
+    a: DMatrix<f64>,
+    b: DMatrix<f64>,
+    tau_ext: DVector<f64>,
+}
+
+impl<'a> Counted<'a> {
+    fn new(sim: &'a Simulation) -> Self {
+        let (nv, nu) = (sim.model.nv, sim.model.nu);
+        Self {
+            sim,
+            stepping: sim.clone(),
+            ws: sim.ws.clone(),
+            tw: TransitionWorkspace::new(&sim.model),
+            a: DMatrix::zeros(2 * nv, 2 * nv),
+            b: DMatrix::zeros(2 * nv, nu),
+            tau_ext: DVector::zeros(nv),
+        }
+    }
+
+    #[inline(always)]
+    fn jacobians(&mut self, n: usize, sensitivity: Sensitivity) {
+        let sim = self.sim;
+        let x = (sim.q.as_slice(), sim.v.as_slice(), sim.u.as_slice(), self.tau_ext.as_slice());
+        for _ in 0..n {
+            black_box(transition_jacobians(
+                &sim.model,
+                &sim.terrain,
+                &sim.settings,
+                &mut self.ws,
+                &mut self.tw,
+                x,
+                sensitivity,
+                &mut self.a,
+                &mut self.b,
+            ));
+        }
+    }
+}
+
+/// `n` steps from the settled state (`--count`).
 #[inline(never)]
-fn counted_steps(sim: &Simulation, n: usize) {
-    let mut stepping = sim.clone();
+fn counted_steps(c: &mut Counted, n: usize) {
     for _ in 0..n {
-        stepping.q.copy_from(&sim.q);
-        stepping.v.copy_from(&sim.v);
-        black_box(stepping.step());
+        c.stepping.q.copy_from(&c.sim.q);
+        c.stepping.v.copy_from(&c.sim.v);
+        black_box(c.stepping.step());
     }
 }
 
 /// `n` relaxed transition Jacobians at the settled state (`--count`).
 #[inline(never)]
-fn counted_relaxed(sim: &Simulation, n: usize) {
-    counted_jacobians(sim, n, Sensitivity::Relaxed { kappa: 1e-6, delta: 1e-3 })
+fn counted_relaxed(c: &mut Counted, n: usize) {
+    c.jacobians(n, Sensitivity::Relaxed { kappa: 1e-6, delta: 1e-3 })
 }
 
 /// `n` exact transition Jacobians at the settled state (`--count`).
 #[inline(never)]
-fn counted_exact(sim: &Simulation, n: usize) {
-    counted_jacobians(sim, n, Sensitivity::Exact)
-}
-
-#[inline(always)]
-fn counted_jacobians(sim: &Simulation, n: usize, sensitivity: Sensitivity) {
-    let (nv, nu) = (sim.model.nv, sim.model.nu);
-    let tau_ext = DVector::zeros(nv);
-    let x = (sim.q.as_slice(), sim.v.as_slice(), sim.u.as_slice(), tau_ext.as_slice());
-    let (mut a, mut b) = (DMatrix::zeros(2 * nv, 2 * nv), DMatrix::zeros(2 * nv, nu));
-    let (mut ws, mut tw) = (sim.ws.clone(), TransitionWorkspace::new(&sim.model));
-    for _ in 0..n {
-        black_box(transition_jacobians(
-            &sim.model,
-            &sim.terrain,
-            &sim.settings,
-            &mut ws,
-            &mut tw,
-            x,
-            sensitivity,
-            &mut a,
-            &mut b,
-        ));
-    }
+fn counted_exact(c: &mut Counted, n: usize) {
+    c.jacobians(n, Sensitivity::Exact)
 }
 
 fn main() {
@@ -107,9 +130,10 @@ fn main() {
     if let [_, flag, n] = &args[..] {
         assert_eq!(flag, "--count", "usage: peer_rounds [--count N]");
         let n: usize = n.parse().expect("--count N");
-        counted_steps(&sim, n);
-        counted_relaxed(&sim, n);
-        counted_exact(&sim, n);
+        let mut c = Counted::new(&sim);
+        counted_steps(&mut c, n);
+        counted_relaxed(&mut c, n);
+        counted_exact(&mut c, n);
         return;
     }
     let model = sim.model.clone();
