@@ -452,6 +452,37 @@ fn the_paired_rounds_table_is_the_committed_run() {
     }
 }
 
+/// The instruction counts against MuJoCo (`scripts/reproduce perfcount`,
+/// `docs/results/perf/instructions.json`), row by row.
+#[test]
+fn the_peer_instruction_counts_are_the_committed_run() {
+    let readme = readme();
+    let d = json(&root().join("docs/results/perf/instructions.json"));
+    let (c, m, r) = (&d["contactlab"], &d["mujoco"], &d["ratios"]);
+    let k = |x: f64| format!("{:.1}k", x / 1e3);
+    for row in [
+        format!(
+            "| step, quadruped standing on 4 feet | {} | {} (`mj_step`) | {:.2} |",
+            k(f(c, "step")),
+            k(f(m, "mj_step")),
+            f(r, "step_ours_over_mj_step")
+        ),
+        format!(
+            "| transition Jacobians A, B (ContactLab: relaxed; MuJoCo: `mjd_transitionFD` forward) | {} | {} | {:.1}x fewer |",
+            k(f(c, "jacobians_relaxed")),
+            k(f(m, "mjd_transitionFD_forward")),
+            f(r, "mjd_transitionFD_forward_over_our_jacobians_relaxed")
+        ),
+        format!("| the same, exact sensitivity | {} | - | - |", k(f(c, "jacobians_exact"))),
+        format!(
+            "| relaxed Jacobians against one step of ContactLab | {:.2} steps | - | - |",
+            f(r, "jacobians_relaxed_over_our_step")
+        ),
+    ] {
+        assert!(readme.lines().any(|l| l.trim() == row), "README lacks the instruction row\n{row}");
+    }
+}
+
 /// The frame-cost table is the `*.frame_cost.json` files the screenshot commands wrote.
 #[test]
 fn the_frame_cost_table_is_the_committed_files() {
