@@ -6,17 +6,18 @@
 //! scenes/mpc_step_fast.ron, and that with the budgeted replans of scenes/mpc_step_budget.ron
 //! and the lean ones of scenes/mpc_step_lean.ron). At the settled stance a lean replan often
 //! ends early (its relative tolerance): the closed-loop runs of those scenes time the replans
-//! through a shove.
+//! through a shove, and two of the lean scene's closed-loop cycles through its shove (the two
+//! with the most line-search trials) are replayed from a snapshot of the driver and the plant.
 //! Baseline in the same run:
 //! one control period of the simulator under the scene's joint PD (5 steps of 2 ms).
 //!
 //! Run: `cargo bench --no-default-features --bench mpc`.
 
 use contactlab::ocp::cito::hold_torque;
-use contactlab::ocp::mpc::{horizon_problem, Mpc, MpcSettings, StepSampling};
+use contactlab::ocp::mpc::{horizon_problem, Mpc, MpcDriver, MpcSettings, StepSampling};
 use contactlab::scene::Scene;
-use contactlab::sim::Simulation;
-use criterion::{criterion_group, criterion_main, Criterion};
+use contactlab::sim::{Pull, Simulation};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use std::path::Path;
 
 fn bench(c: &mut Criterion) {
@@ -64,6 +65,10 @@ fn bench(c: &mut Criterion) {
         let name = format!("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_{suffix}");
         one_trot(c, &name, &rotors, &settings, sampling);
     }
+    // Closed-loop cycles of the lean scene's own run through its shove, replayed from a
+    // snapshot: the two with the most line-search trials (8 each, at 0.73 s, during the pull,
+    // and 1.21 s, stepping after it).
+    mid_shove(c, "mpc_step_lean", &[73, 121]);
     let mut pd = sim.clone();
     c.bench_function("baseline_simulator_10ms_joint_pd_5_steps", |b| {
         b.iter(|| {
@@ -91,6 +96,37 @@ fn one_trot(c: &mut Criterion, name: &str, sim: &Simulation, settings: &MpcSetti
             std::hint::black_box(mpc.replan_sampled(&x, &trots, None).0.cost)
         })
     });
+}
+
+/// The scene's closed loop as `contactlab mpc` runs it (`ocp::mpc::run_closed_loop`), driven to
+/// each of `cycles` (replans since engagement, ascending); there the driver and the simulation
+/// are cloned and the bench times the clone's whole cycle (`MpcDriver::before_step` at a
+/// replan: the sampled trot and the replan), every iteration from the same snapshot.
+fn mid_shove(c: &mut Criterion, scene: &str, cycles: &[usize]) {
+    let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenes/{scene}.ron"))).unwrap();
+    let settings = s.mpc_settings().unwrap();
+    let mut sim = s.settled(settings.settle).unwrap();
+    let mut driver = MpcDriver::new(settings.clone());
+    driver.engage(&mut sim).unwrap();
+    let t0 = sim.t;
+    sim.pulls = s.pulls.iter().map(|p| Pull { start: p.start + t0, ..*p }).collect();
+    let substeps = (settings.knot_dt / sim.settings.dt).round() as usize;
+    let mut steps = 0;
+    for &k in cycles {
+        while steps < k * substeps {
+            driver.before_step(&mut sim, None).unwrap();
+            assert!(sim.step().status.advanced());
+            steps += 1;
+        }
+        let name = format!("mpc_cycle_{scene}_replan_{k}");
+        c.bench_function(&name, |b| {
+            b.iter_batched(
+                || (driver.clone(), sim.clone()),
+                |(mut d, mut s)| d.before_step(&mut s, None).unwrap().expect("a replan"),
+                BatchSize::LargeInput,
+            )
+        });
+    }
 }
 
 criterion_group!(benches, bench);

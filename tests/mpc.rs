@@ -384,3 +384,35 @@ fn horizon_contact_solves_re_centered_by_contact_warm_start_mu_take_fewer_iterat
     // 80 % when written (2207 against 2757).
     assert!(20 * centered <= 17 * default, "re-centered {centered} against {default}");
 }
+
+/// A snapshot (`MpcDriver` and `Simulation` cloned) mid-shove replays the closed loop's next
+/// cycle bit for bit: the same replan as the original's and as the committed run's
+/// (`docs/results/mpc/mpc_step_lean/cycles.csv`), which is what `--bench mpc` times from it.
+#[test]
+fn a_cloned_driver_replays_the_closed_loop_cycle_bit_for_bit() {
+    let (s, settings) = scene_mpc("mpc_step_lean");
+    let mut sim = s.settled(settings.settle).unwrap();
+    let mut driver = contactlab::ocp::mpc::MpcDriver::new(settings.clone());
+    driver.engage(&mut sim).unwrap();
+    let t0 = sim.t;
+    sim.pulls = s.pulls.iter().map(|p| Pull { start: p.start + t0, ..*p }).collect();
+    let substeps = (settings.knot_dt / sim.settings.dt).round() as usize;
+    let k = 73;
+    for _ in 0..k * substeps {
+        driver.before_step(&mut sim, None).unwrap();
+        assert!(sim.step().status.advanced());
+    }
+    let (mut copy, mut copy_sim) = (driver.clone(), sim.clone());
+    let a = driver.before_step(&mut sim, None).unwrap().expect("a replan");
+    let b = copy.before_step(&mut copy_sim, None).unwrap().expect("a replan");
+    assert_eq!(a.cost.to_bits(), b.cost.to_bits(), "{} against {}", a.cost, b.cost);
+    assert_eq!((a.iterations, a.line_search_trials, a.status), (b.iterations, b.line_search_trials, b.status));
+    assert!(sim.u_offset.iter().zip(copy_sim.u_offset.iter()).all(|(x, y)| x.to_bits() == y.to_bits()));
+    let csv = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/mpc/mpc_step_lean/cycles.csv"),
+    )
+    .unwrap();
+    let row: Vec<&str> = csv.lines().nth(1 + k).unwrap().split(',').collect();
+    assert_eq!(row[3].parse::<f64>().unwrap().to_bits(), a.cost.to_bits(), "cycle {k} of the committed run: {row:?}");
+    assert_eq!(row[8].parse::<usize>().unwrap(), a.line_search_trials);
+}

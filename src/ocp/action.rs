@@ -10,7 +10,33 @@
 use nalgebra::{DMatrix, DVector};
 use std::any::Any;
 
+/// A model's own per-knot scratch in [`ActionData::extra`]: any `Clone + Send` type (so that a
+/// solver and its knots' data can be cloned, e.g. to replay one MPC replan from a snapshot).
+/// Reach the scratch through the trait object, `(*data.extra).as_any_mut()`: the box itself is
+/// an `ActionExtra` too, and `data.extra.as_any_mut()` would hand back the box.
+pub trait ActionExtra: Any + Send {
+    fn clone_box(&self) -> Box<dyn ActionExtra>;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Any + Send + Clone> ActionExtra for T {
+    fn clone_box(&self) -> Box<dyn ActionExtra> {
+        Box::new(self.clone())
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl Clone for Box<dyn ActionExtra> {
+    fn clone(&self) -> Self {
+        // Through the trait object: `clone_box` of the box itself would recurse.
+        (**self).clone_box()
+    }
+}
+
 /// Per-knot results and the model's own scratch. Preallocated by [`ActionModel::create_data`].
+#[derive(Clone)]
 pub struct ActionData {
     /// Next state (representation, `nx`) and running cost.
     pub x_next: DVector<f64>,
@@ -31,11 +57,11 @@ pub struct ActionData {
     pub fallback: bool,
     pub unconverged: bool,
     /// Model-specific workspace.
-    pub extra: Box<dyn Any + Send>,
+    pub extra: Box<dyn ActionExtra>,
 }
 
 impl ActionData {
-    pub fn new(nx: usize, ndx: usize, nu: usize, extra: Box<dyn Any + Send>) -> Self {
+    pub fn new(nx: usize, ndx: usize, nu: usize, extra: Box<dyn ActionExtra>) -> Self {
         Self {
             x_next: DVector::zeros(nx),
             cost: 0.0,

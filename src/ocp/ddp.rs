@@ -88,6 +88,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// A shooting problem: initial state, running models (one per knot) and a terminal model.
+#[derive(Clone)]
 pub struct ShootingProblem {
     pub x0: DVector<f64>,
     pub running: Vec<Arc<dyn ActionModel>>,
@@ -277,7 +278,10 @@ impl Info {
     }
 }
 
-/// The DDP solver with its trajectory and preallocated per-knot data.
+/// The DDP solver with its trajectory and preallocated per-knot data. A clone is an independent
+/// solver in the same state (trajectory, gains, regularization, every knot's workspace and
+/// contact warm starts): the same next solve, bit for bit.
+#[derive(Clone)]
 pub struct Ddp {
     pub problem: ShootingProblem,
     pub settings: Settings,
@@ -897,6 +901,7 @@ fn finite_data(d: &ActionData) -> bool {
 }
 
 /// Buffers of the backward pass (one knot at a time), shaped for the knot at hand.
+#[derive(Clone)]
 struct Backward {
     /// `V_x` (ndx), `V_xx` (ndx x ndx) of the next knot, then of this one.
     vx: DVector<f64>,

@@ -403,6 +403,7 @@ pub struct CycleInfo {
 }
 
 /// The receding-horizon controller: the shooting problem and its warm start.
+#[derive(Clone)]
 pub struct Mpc {
     pub ddp: Ddp,
     /// DDP iterations per replan.
@@ -561,6 +562,7 @@ impl Mpc {
 /// MPC driving a running [`Simulation`] (module docs): call [`MpcDriver::engage`] once, then
 /// [`MpcDriver::before_step`] before every `sim.step()`; it replans every `knot_dt` and writes
 /// the feedback torque into `sim.u_offset` at every step.
+#[derive(Clone)]
 pub struct MpcDriver {
     pub spec: MpcSettings,
     pub sensitivity: Sensitivity,
