@@ -122,7 +122,11 @@ fn mid_shove(c: &mut Criterion, scene: &str, cycles: &[usize]) {
         c.bench_function(&name, |b| {
             b.iter_batched(
                 || (driver.clone(), sim.clone()),
-                |(mut d, mut s)| d.before_step(&mut s, None).unwrap().expect("a replan"),
+                // Returned, so that criterion drops the clones after the timing, not in it.
+                |(mut d, mut s)| {
+                    let cycle = d.before_step(&mut s, None).unwrap().expect("a replan");
+                    (d, s, cycle)
+                },
                 BatchSize::LargeInput,
             )
         });
