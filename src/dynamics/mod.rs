@@ -1,15 +1,14 @@
 //! Rigid-body algorithms on a kinematic tree (Featherstone 2008), in Pinocchio's conventions:
 //! forward kinematics and point Jacobians ([`kinematics`]), inverse dynamics ([`rnea`](mod@rnea)), the
 //! joint-space inertia matrix ([`crba`](mod@crba)) and forward dynamics ([`aba`](mod@aba)). The contact step
-//! factorizes `M + diag(armature) + h D` as the sparse `L^T L` of [`ltl`] (branch-induced sparsity); the dense
-//! Cholesky of [`cholesky`] serves `M^-1` in [`aba_derivatives`](mod@aba_derivatives). Their analytical
+//! factorizes `M + diag(armature) + h D` as the sparse `L^T L` of [`ltl`] (branch-induced sparsity), and so
+//! does [`aba_derivatives`](mod@aba_derivatives) for `M^-1`. Their analytical
 //! derivatives (Carpentier & Mansard 2018) sit beside them: [`kinematics_derivatives`],
 //! [`rnea_derivatives`](mod@rnea_derivatives), [`aba_derivatives`](mod@aba_derivatives). [`reference`](mod@reference) compares all of them with
 //! Pinocchio's values (the `check-dynamics` command).
 
 pub mod aba;
 pub mod aba_derivatives;
-pub mod cholesky;
 pub mod crba;
 pub mod kinematics;
 pub mod kinematics_derivatives;

@@ -24,8 +24,6 @@ pub struct Data {
     pub tau: DVector<f64>,
     /// Joint-space inertia matrix from `crba`, full and symmetric (nv x nv).
     pub mass_matrix: DMatrix<f64>,
-    /// Cholesky factor `L` of `M = L L^T`, lower triangle (nv x nv).
-    pub mass_chol: DMatrix<f64>,
     /// Sparse factor `L` of `M (+ h D) = L^T L` (`dynamics::ltl`), lower triangle (nv x nv).
     pub mass_ltl: DMatrix<f64>,
     /// Nonlinear effects `C(q, v) v + g(q)` (nv).
@@ -79,6 +77,8 @@ pub struct Data {
     pub ddq_dv: DMatrix<f64>,
     /// `M(q)^-1` (= `d ddq / d tau`) from `aba_derivatives`, full and symmetric (nv x nv).
     pub minv: DMatrix<f64>,
+    /// Scratch of `aba_derivatives`: its right-hand sides by rows (nv x 3nv).
+    pub aba_rhs: Vec<f64>,
 }
 
 impl Data {
@@ -94,7 +94,6 @@ impl Data {
             f: vec![Vector6::zeros(); nb],
             tau: DVector::zeros(nv),
             mass_matrix: DMatrix::zeros(nv, nv),
-            mass_chol: DMatrix::zeros(nv, nv),
             mass_ltl: DMatrix::zeros(nv, nv),
             nle: DVector::zeros(nv),
             ddq: DVector::zeros(nv),
@@ -120,6 +119,7 @@ impl Data {
             ddq_dq: DMatrix::zeros(nv, nv),
             ddq_dv: DMatrix::zeros(nv, nv),
             minv: DMatrix::zeros(nv, nv),
+            aba_rhs: vec![0.0; 3 * nv * nv],
         }
     }
 }
