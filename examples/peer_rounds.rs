@@ -50,8 +50,8 @@ fn batch(sim: &Simulation) -> usize {
         .sum()
 }
 
-/// The buffers of the counted calls, made before counting (`--count`), so that each counted
-/// function executes the calls alone.
+/// The buffers of the timed and counted calls, made before either, so that each counted
+/// function (`--count`) executes the calls alone.
 struct Counted<'a> {
     sim: &'a Simulation,
     stepping: Simulation,
@@ -96,7 +96,7 @@ impl<'a> Counted<'a> {
     }
 }
 
-/// `n` steps from the settled state (`--count`).
+/// `n` steps from the settled state.
 #[inline(never)]
 fn counted_steps(c: &mut Counted, n: usize) {
     for _ in 0..n {
@@ -106,13 +106,13 @@ fn counted_steps(c: &mut Counted, n: usize) {
     }
 }
 
-/// `n` relaxed transition Jacobians at the settled state (`--count`).
+/// `n` relaxed transition Jacobians at the settled state.
 #[inline(never)]
 fn counted_relaxed(c: &mut Counted, n: usize) {
     c.jacobians(n, Sensitivity::Relaxed { kappa: 1e-6, delta: 1e-3 })
 }
 
-/// `n` exact transition Jacobians at the settled state (`--count`).
+/// `n` exact transition Jacobians at the settled state.
 #[inline(never)]
 fn counted_exact(c: &mut Counted, n: usize) {
     c.jacobians(n, Sensitivity::Exact)
@@ -127,48 +127,19 @@ fn main() {
     // `--count N`: N steps, then N relaxed and N exact Jacobians, each in its own function, for
     // `valgrind --tool=callgrind --toggle-collect=...` (benches/peers/count_instructions.py).
     let args: Vec<String> = std::env::args().collect();
+    let mut c = Counted::new(&sim);
     if let [_, flag, n] = &args[..] {
         assert_eq!(flag, "--count", "usage: peer_rounds [--count N]");
         let n: usize = n.parse().expect("--count N");
-        let mut c = Counted::new(&sim);
         counted_steps(&mut c, n);
         counted_relaxed(&mut c, n);
         counted_exact(&mut c, n);
         return;
     }
-    let model = sim.model.clone();
-    let (nv, nu) = (model.nv, model.nu);
-
-    let mut stepping = sim.clone();
-    let step_us = median_us(9, 2000, || {
-        stepping.q.copy_from(&sim.q);
-        stepping.v.copy_from(&sim.v);
-        black_box(stepping.step());
-    });
-
-    let tau_ext = DVector::zeros(nv);
-    let (q, v, u) = (sim.q.clone(), sim.v.clone(), sim.u.clone());
-    let x = (q.as_slice(), v.as_slice(), u.as_slice(), tau_ext.as_slice());
-    let (mut a, mut b) = (DMatrix::zeros(2 * nv, 2 * nv), DMatrix::zeros(2 * nv, nu));
-    let mut ws = sim.ws.clone();
-    let mut tw = TransitionWorkspace::new(&model);
-    let mut jacobians = |sensitivity| {
-        median_us(9, 300, || {
-            black_box(transition_jacobians(
-                &model,
-                &sim.terrain,
-                &sim.settings,
-                &mut ws,
-                &mut tw,
-                x,
-                sensitivity,
-                &mut a,
-                &mut b,
-            ));
-        })
-    };
-    let relaxed = jacobians(Sensitivity::Relaxed { kappa: 1e-6, delta: 1e-3 });
-    let exact = jacobians(Sensitivity::Exact);
+    // Timed one call at a time through the same functions.
+    let step_us = median_us(9, 2000, || counted_steps(&mut c, 1));
+    let relaxed = median_us(9, 300, || counted_relaxed(&mut c, 1));
+    let exact = median_us(9, 300, || counted_exact(&mut c, 1));
 
     // From the same settled state as the step (`benches/scaling.rs` settles the builtin
     // quadruped under the same PD for 3 s instead of 2 s: both stand still on four feet).

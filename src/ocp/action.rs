@@ -11,9 +11,8 @@ use nalgebra::{DMatrix, DVector};
 use std::any::Any;
 
 /// A model's own per-knot scratch in [`ActionData::extra`]: any `Clone + Send` type (so that a
-/// solver and its knots' data can be cloned, e.g. to replay one MPC replan from a snapshot).
-/// Reach the scratch through the trait object, `(*data.extra).as_any_mut()`: the box itself is
-/// an `ActionExtra` too, and `data.extra.as_any_mut()` would hand back the box.
+/// solver and its knots' data can be cloned, e.g. to replay one MPC replan from a snapshot);
+/// `data.extra.as_any_mut().downcast_mut::<T>()` reaches it.
 pub trait ActionExtra: Any + Send {
     fn clone_box(&self) -> Box<dyn ActionExtra>;
     fn as_any_mut(&mut self) -> &mut dyn Any;
@@ -28,15 +27,7 @@ impl<T: Any + Send + Clone> ActionExtra for T {
     }
 }
 
-impl Clone for Box<dyn ActionExtra> {
-    fn clone(&self) -> Self {
-        // Through the trait object: `clone_box` of the box itself would recurse.
-        (**self).clone_box()
-    }
-}
-
 /// Per-knot results and the model's own scratch. Preallocated by [`ActionModel::create_data`].
-#[derive(Clone)]
 pub struct ActionData {
     /// Next state (representation, `nx`) and running cost.
     pub x_next: DVector<f64>,
@@ -58,6 +49,29 @@ pub struct ActionData {
     pub unconverged: bool,
     /// Model-specific workspace.
     pub extra: Box<dyn ActionExtra>,
+}
+
+// Written out rather than derived: a derive needs `Box<dyn ActionExtra>: Clone`, and with that
+// the box itself would be an `ActionExtra` (the blanket impl), so `extra.as_any_mut()` would
+// hand back the box instead of the model's scratch.
+impl Clone for ActionData {
+    fn clone(&self) -> Self {
+        Self {
+            x_next: self.x_next.clone(),
+            cost: self.cost,
+            fx: self.fx.clone(),
+            fu: self.fu.clone(),
+            lx: self.lx.clone(),
+            lu: self.lu.clone(),
+            lxx: self.lxx.clone(),
+            luu: self.luu.clone(),
+            lux: self.lux.clone(),
+            ok: self.ok,
+            fallback: self.fallback,
+            unconverged: self.unconverged,
+            extra: self.extra.clone_box(),
+        }
+    }
 }
 
 impl ActionData {

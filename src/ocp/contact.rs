@@ -284,7 +284,7 @@ impl ActionModel for ContactAction {
     fn calc(&self, d: &mut ActionData, x: &DVector<f64>, u: &DVector<f64>) {
         let m = &*self.model;
         let (nq, nv) = (m.nq, m.nv);
-        let work = (*d.extra).as_any_mut().downcast_mut::<Work>().expect("ContactAction data");
+        let work = d.extra.as_any_mut().downcast_mut::<Work>().expect("ContactAction data");
         let clearance = self.clearance_cost(work, x, None);
         if let Some(w) = self.terminal {
             d.cost = w * (self.state_cost(x, None) + clearance);
@@ -333,7 +333,7 @@ impl ActionModel for ContactAction {
             *h = DMatrix::zeros(2 * nv, 2 * nv);
         }
         // `state_cost` zeroes `g` and `h` before it adds to them.
-        let work = (**extra).as_any_mut().downcast_mut::<Work>().expect("ContactAction data");
+        let work = extra.as_any_mut().downcast_mut::<Work>().expect("ContactAction data");
         let sc = self.state_cost(x, Some((&mut *g, &mut *h))) + self.clearance_cost(work, x, Some((&mut *g, &mut *h)));
         if let Some(w) = self.terminal {
             *g *= w;
