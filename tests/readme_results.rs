@@ -485,6 +485,36 @@ fn the_peer_instruction_counts_are_the_committed_run() {
     }
 }
 
+/// The time-profile table (`scripts/reproduce timeprofile`) is the committed run: every group's
+/// row in both workloads, and the shares the text quotes (the lean loop's backward pass and its
+/// LU solves).
+#[test]
+fn the_time_profile_table_is_the_committed_run() {
+    let readme = readme();
+    let d = json(&root().join("docs/results/perf/time_profile.json"));
+    let (lean, ddp) = (&d["workloads"]["lean_closed_loop"], &d["workloads"]["ddp_iteration"]);
+    let cell =
+        |v: &Value| format!("{:.1} % ({:.1}-{:.1})", f(v, "percent_mean"), f(v, "percent_min"), f(v, "percent_max"));
+    let groups = lean["groups"].as_object().expect("groups");
+    assert!(groups.len() >= 8, "{} groups", groups.len());
+    for (name, v) in groups {
+        let row = format!("| {name} | {} | {} |", cell(v), cell(&ddp["groups"][name]));
+        assert!(readme.lines().any(|l| l.trim() == row), "README lacks the time-profile row\n{row}");
+    }
+    let backward = f(&lean["groups"]["DDP backward pass (products, box QP, Cholesky)"], "percent_mean");
+    let lu_solve = lean["top_symbols"]
+        .as_array()
+        .expect("top symbols")
+        .iter()
+        .find(|t| t["symbol"] == "contactlab::linalg::lu_solve")
+        .map(|t| f(t, "percent_mean"))
+        .expect("lu_solve among the top symbols");
+    let text = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    for quoted in [format!("takes {backward:.1} % of its time"), format!("but {lu_solve:.1} % of the time")] {
+        assert!(text.contains(&quoted), "README does not say \"{quoted}\"");
+    }
+}
+
 /// The frame-cost table is the `*.frame_cost.json` files the screenshot commands wrote.
 #[test]
 fn the_frame_cost_table_is_the_committed_files() {
