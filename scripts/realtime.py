@@ -5,7 +5,8 @@
 
 Runs `BIN mpc SCENE` (each scene's own 3 s run through its 100 N lateral shove) for
 scenes/mpc_step_fast.ron (one trot per replan), scenes/mpc_step_budget.ron (budgeted replans)
-and scenes/mpc_step_lean.ron (lean replans), one after the other, ROUNDS times (default 5),
+scenes/mpc_step_lean.ron (lean replans) and scenes/mpc_step_feedback.ron (feedback warm starts,
+two iterations per replan), one after the other, ROUNDS times (default 5),
 and writes each scene's per-round solve-time median, p95 and max (ms) with their mean and
 spread over the rounds, against the 10 ms control period. The trajectories are the same every
 round (the runs are deterministic); only the clock differs, so the spread is the machine's.
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-SCENES = ["mpc_step_fast", "mpc_step_budget", "mpc_step_lean"]
+SCENES = ["mpc_step_fast", "mpc_step_budget", "mpc_step_lean", "mpc_step_feedback"]
 
 
 def main():

@@ -300,6 +300,22 @@ fn lean_replans_roll_out_fewer_trials_than_budgeted_ones_and_still_recover_by_st
     relaxed_recovers_from_seed_0_at_100_n(&s, &lean);
 }
 
+/// Feedback warm starts (`scenes/mpc_step_feedback.ron`, `ocp::mpc` module docs): with two DDP
+/// iterations per replan the scene's own run recovers by stepping; the same scene with the
+/// shifted controls rolled out open loop, as every other scene starts its replans, does not come
+/// back within 2 cm in the 2 s after the pull.
+#[test]
+fn feedback_warm_starts_recover_with_two_iterations_where_open_loop_ones_do_not() {
+    use contactlab::ocp::mpc::MpcSettings;
+    let (s, feedback) = scene_mpc("mpc_step_feedback");
+    assert!(feedback.feedback_warm_start && feedback.iterations == 2, "{feedback:?}");
+    let open_loop = MpcSettings { feedback_warm_start: false, ..feedback.clone() };
+    let sim = s.settled(feedback.settle).unwrap();
+    let ((with, _), (without, _)) = (closed_loop_trials(&s, &sim, &feedback), closed_loop_trials(&s, &sim, &open_loop));
+    assert!(with.recovered && with.stepped && with.failed_replans == 0 && with.failed_steps == 0, "{with:?}");
+    assert!(!without.recovered, "{without:?}");
+}
+
 /// The scene `scenes/{name}.ron` and its MPC settings.
 fn scene_mpc(name: &str) -> (Scene, contactlab::ocp::mpc::MpcSettings) {
     let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenes/{name}.ron"))).unwrap();

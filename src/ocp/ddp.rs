@@ -373,8 +373,33 @@ impl Ddp {
     /// choosing among warm starts: [`Ddp::solve_rolled_out`] then starts from the kept rollout
     /// without repeating it. A sequence whose shape is not the problem's counts as failed.
     pub fn roll_out_cheapest(&mut self, starts: &[&[DVector<f64>]]) -> Option<(usize, f64)> {
-        let mut best: Option<(usize, f64)> = None;
-        for (j, us) in starts.iter().enumerate() {
+        self.roll_out_cheaper(starts, 0, None)
+    }
+
+    /// [`Ddp::roll_out_cheapest`] with the current policy first (index 0, which wins ties):
+    /// the controls and gains along the current states, rolled out in closed loop from `x0`,
+    /// `u_t = clamp(u_t + K_t (x^_t (-) x_t))` (the forward pass at step 0), then `starts`
+    /// (indices from 1) open loop.
+    pub fn roll_out_policy_or_cheapest(&mut self, starts: &[&[DVector<f64>]]) -> Option<(usize, f64)> {
+        let mut best = None;
+        if self.forward(0.0, f64::INFINITY).is_some() {
+            let cost = total_cost(&self.try_data, &self.try_terminal);
+            if cost.is_finite() {
+                self.keep_trial();
+                best = Some((0, cost));
+            }
+        }
+        self.roll_out_cheaper(starts, 1, best)
+    }
+
+    /// Rolls out `starts` (numbered from `first`) and keeps the first one cheaper than `best`.
+    fn roll_out_cheaper(
+        &mut self,
+        starts: &[&[DVector<f64>]],
+        first: usize,
+        mut best: Option<(usize, f64)>,
+    ) -> Option<(usize, f64)> {
+        for (j, us) in starts.iter().enumerate().map(|(j, us)| (j + first, us)) {
             if !self.fits(us) {
                 continue;
             }
@@ -1033,5 +1058,55 @@ mod tests {
         assert!(!cholesky(&indefinite, &mut l));
         indefinite[(5, 5)] = f64::NAN;
         assert!(!cholesky(&indefinite, &mut l));
+    }
+
+    /// `roll_out_policy_or_cheapest`: the current policy rolled out in closed loop from a moved
+    /// `x0`, `u_t + K_t (x^_t - x_t)` at every knot (not the stored controls, which the open-loop
+    /// `roll_out_cheapest` replays), ahead of an open-loop start that costs more, and behind one
+    /// that costs less.
+    #[test]
+    fn the_policy_rolls_out_in_closed_loop_and_competes_with_the_starts() {
+        use super::super::action::Lqr;
+        let (nx, nu, t) = (2, 1, 20);
+        let lqr = Lqr {
+            a: DMatrix::from_row_slice(2, 2, &[1.0, 0.1, 0.0, 1.0]),
+            b: DMatrix::from_row_slice(2, 1, &[0.005, 0.1]),
+            c: DVector::zeros(nx),
+            q: DMatrix::identity(nx, nx),
+            q_lin: DVector::zeros(nx),
+            r: DMatrix::identity(nu, nu) * 0.1,
+            r_lin: DVector::zeros(nu),
+            n: DMatrix::zeros(nu, nx),
+        };
+        let model: Arc<dyn ActionModel> = Arc::new(lqr.clone());
+        let problem = ShootingProblem {
+            x0: DVector::from_vec(vec![1.0, 0.0]),
+            running: vec![model.clone(); t],
+            terminal: model.clone(),
+        };
+        let mut ddp = Ddp::new(problem, Settings { max_iterations: 10, ..Default::default() });
+        ddp.solve(None, None);
+        let (xs, us, gains) = (ddp.xs.clone(), ddp.us.clone(), ddp.gains().to_vec());
+        assert!(gains[0].amax() > 0.1, "the solve has feedback: {}", gains[0]);
+        ddp.problem.x0 = DVector::from_vec(vec![1.3, -0.2]);
+        let far: Vec<DVector<f64>> = vec![DVector::from_element(nu, 50.0); t];
+        assert_eq!(ddp.roll_out_policy_or_cheapest(&[&far]).map(|(j, _)| j), Some(0));
+        let mut x = ddp.problem.x0.clone();
+        for i in 0..t {
+            let u = &us[i] + &gains[i] * (&x - &xs[i]);
+            assert!((&ddp.us[i] - &u).amax() < 1e-12, "knot {i}: {} against {}", ddp.us[i], u);
+            assert!((&ddp.xs[i] - &x).amax() < 1e-12, "knot {i}");
+            x = &lqr.a * &x + &lqr.b * &u;
+        }
+        let policy_cost = ddp.cost();
+        // The open-loop replay of the same controls from the moved x0 is the old roll-out.
+        assert_eq!(ddp.roll_out_cheapest(&[&us]).map(|(j, _)| j), Some(0));
+        assert!((&ddp.xs[1] - &(&lqr.a * &ddp.problem.x0 + &lqr.b * &us[0])).amax() < 1e-12);
+        // A start that costs less than the policy wins, numbered after it.
+        ddp.restore(&xs, &us, &gains);
+        let better = ddp.roll_out_cheapest(&[&us]).map(|(_, c)| c).unwrap();
+        ddp.restore(&xs, &us, &gains);
+        let chosen = ddp.roll_out_policy_or_cheapest(&[&us]).unwrap();
+        assert_eq!(chosen.0, usize::from(better < policy_cost), "open loop {better}, policy {policy_cost}");
     }
 }
