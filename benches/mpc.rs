@@ -4,10 +4,12 @@
 //! scenes/mpc_step.ron (rotor inertia, 3 iterations) without and with step sampling (the eight
 //! trots generated and compared at every cycle, as `MpcDriver` does, or one in turn as in
 //! scenes/mpc_step_fast.ron, and that with the budgeted replans of scenes/mpc_step_budget.ron
-//! and the lean ones of scenes/mpc_step_lean.ron). At the settled stance a lean replan often
+//! and the lean ones of scenes/mpc_step_lean.ron, and the feedback warm starts with two
+//! iterations of scenes/mpc_step_feedback.ron). At the settled stance a lean replan often
 //! ends early (its relative tolerance): the closed-loop runs of those scenes time the replans
-//! through a shove, and two of the lean scene's closed-loop cycles through its shove (the two
-//! with the most line-search trials) are replayed from a snapshot of the driver and the plant.
+//! through a shove, and two of the lean and of the feedback scene's closed-loop cycles through
+//! their shove (those with the most line-search trials) are replayed from a snapshot of the
+//! driver and the plant.
 //! Baseline in the same run:
 //! one control period of the simulator under the scene's joint PD (5 steps of 2 ms).
 //!
@@ -58,17 +60,25 @@ fn bench(c: &mut Criterion) {
     // step, a looser horizon contact tolerance, re-centered horizon contact warm starts).
     let one = StepSampling { per_replan: 1, ..sampling };
     one_trot(c, "mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot", &rotors, &step, one);
-    for (scene, suffix) in [("mpc_step_budget", "budgeted"), ("mpc_step_lean", "lean")] {
+    // And with feedback warm starts and two iterations (scenes/mpc_step_feedback.ron).
+    for (scene, suffix) in
+        [("mpc_step_budget", "budgeted"), ("mpc_step_lean", "lean"), ("mpc_step_feedback", "feedback")]
+    {
         let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenes/{scene}.ron"))).unwrap();
         let settings = s.mpc_settings().unwrap();
         let sampling = settings.step_sampling.expect("the scene samples steps");
-        let name = format!("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_{suffix}");
+        let name = format!(
+            "mpc_replan_{}_iterations_30_knots_rotors_step_sampling_one_trot_{suffix}",
+            settings.iterations
+        );
         one_trot(c, &name, &rotors, &settings, sampling);
     }
     // Closed-loop cycles of the lean scene's own run through its shove, replayed from a
     // snapshot: the two with the most line-search trials (8 each, at 0.73 s, during the pull,
-    // and 1.21 s, stepping after it).
+    // and 1.21 s, stepping after it). Of the feedback scene's: the one with the most trials
+    // (12, at 1.78 s, stepping) and the slowest of those with 6 (1.09 s, in its own run).
     mid_shove(c, "mpc_step_lean", &[73, 121]);
+    mid_shove(c, "mpc_step_feedback", &[109, 178]);
     let mut pd = sim.clone();
     c.bench_function("baseline_simulator_10ms_joint_pd_5_steps", |b| {
         b.iter(|| {
@@ -87,6 +97,7 @@ fn bench(c: &mut Criterion) {
 fn one_trot(c: &mut Criterion, name: &str, sim: &Simulation, settings: &MpcSettings, sampling: StepSampling) {
     let problem = horizon_problem(sim, &hold_torque(sim), settings, settings.sensitivity());
     let mut mpc = Mpc::new(&problem, settings.iterations, 10);
+    mpc.feedback_warm_start = settings.feedback_warm_start;
     let x = problem.x0.clone();
     let mut replan = 0;
     c.bench_function(name, |b| {

@@ -309,6 +309,9 @@ fn the_benchmark_rows_are_the_committed_medians() {
         ("mpc_replan_3_iterations_30_knots_rotors_step_sampling_one_trot_lean", 2),
         ("mpc_cycle_mpc_step_lean_replan_73", 2),
         ("mpc_cycle_mpc_step_lean_replan_121", 2),
+        ("mpc_replan_2_iterations_30_knots_rotors_step_sampling_one_trot_feedback", 2),
+        ("mpc_cycle_mpc_step_feedback_replan_109", 2),
+        ("mpc_cycle_mpc_step_feedback_replan_178", 2),
         ("baseline_simulator_10ms_joint_pd_5_steps", 3),
     ] {
         let v = &b[name];
