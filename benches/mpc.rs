@@ -67,10 +67,8 @@ fn bench(c: &mut Criterion) {
         let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenes/{scene}.ron"))).unwrap();
         let settings = s.mpc_settings().unwrap();
         let sampling = settings.step_sampling.expect("the scene samples steps");
-        let name = format!(
-            "mpc_replan_{}_iterations_30_knots_rotors_step_sampling_one_trot_{suffix}",
-            settings.iterations
-        );
+        let name =
+            format!("mpc_replan_{}_iterations_30_knots_rotors_step_sampling_one_trot_{suffix}", settings.iterations);
         one_trot(c, &name, &rotors, &settings, sampling);
     }
     // Closed-loop cycles of the lean scene's own run through its shove, replayed from a
