@@ -133,7 +133,8 @@ fn the_sweep_table_is_the_committed_summaries() {
 /// The MPC table's first row is the committed closed-loop run.
 #[test]
 fn the_mpc_rows_are_the_committed_runs() {
-    for run in ["mpc_pull", "mpc_pull_rotors", "mpc_step_budget", "mpc_step_fast", "mpc_step_lean"] {
+    for run in ["mpc_pull", "mpc_pull_rotors", "mpc_step_budget", "mpc_step_fast", "mpc_step_lean", "mpc_step_feedback"]
+    {
         mpc_row_is_the_committed_run(run);
     }
 }
@@ -284,6 +285,10 @@ fn the_pull_starts_tables_are_the_committed_runs() {
         "pull_starts_step_lean_fresh",
         "pull_starts_step_lean_seeds20",
         "pull_starts_step_lean_heldout",
+        "pull_starts_step_feedback",
+        "pull_starts_step_feedback_fresh",
+        "pull_starts_step_feedback_seeds20",
+        "pull_starts_step_feedback_heldout",
     ] {
         let file = root().join(format!("docs/results/mpc/{dir}/pull_starts.md"));
         let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
@@ -327,9 +332,13 @@ fn the_benchmark_rows_are_the_committed_medians() {
 fn the_instruction_counts_are_the_committed_runs() {
     let readme = readme();
     let has = |s: String| assert!(readme.contains(&s), "README lacks `{s}`");
-    for file in
-        ["instructions.json", "instructions_7dea25d.json", "instructions_64cb821.json", "instructions_3a9e49f.json"]
-    {
+    for file in [
+        "instructions.json",
+        "instructions_763e8c3.json",
+        "instructions_7dea25d.json",
+        "instructions_64cb821.json",
+        "instructions_3a9e49f.json",
+    ] {
         let b = json(&root().join("docs/results/bench").join(file));
         has(format!("{:.1}M", f(&b["one_trot_replan"], "per_replan") / 1e6));
         has(format!("{:.1}M", f(&b["closed_loop"], "per_cycle") / 1e6));
@@ -338,6 +347,10 @@ fn the_instruction_counts_are_the_committed_runs() {
     for (file, workload) in [
         ("instructions.json", "closed_loop_budgeted"),
         ("instructions.json", "closed_loop_lean"),
+        ("instructions.json", "closed_loop_feedback"),
+        ("instructions_763e8c3.json", "closed_loop"),
+        ("instructions_763e8c3.json", "closed_loop_budgeted"),
+        ("instructions_763e8c3.json", "closed_loop_lean"),
         ("instructions_84c64d7.json", "closed_loop_lean"),
     ] {
         let w = &json(&root().join("docs/results/bench").join(file))[workload];
@@ -867,7 +880,7 @@ fn the_pull_starts_recoveries_inside_the_joint_ranges_are_the_committed_runs() {
     assert!(readme.contains(&quoted), "README lacks `{quoted}`");
 }
 
-/// The closed-loop replan times of the one-trot, budgeted and lean scenes, interleaved over
+/// The closed-loop replan times of the one-trot, budgeted, lean and feedback scenes, interleaved over
 /// rounds (`scripts/realtime.py`, in `scripts/reproduce realtime`): one README row per scene.
 #[test]
 fn the_closed_loop_timing_table_is_the_committed_run() {
@@ -875,7 +888,7 @@ fn the_closed_loop_timing_table_is_the_committed_run() {
     let r = json(&root().join("docs/results/mpc/realtime.json"));
     let rounds = r["rounds"].as_u64().unwrap();
     let ms = |e: &Value, key: &str| format!("{:.2} +- {:.2} ms", f(&e[key], "mean"), f(&e[key], "stdev"));
-    for scene in ["mpc_step_fast", "mpc_step_budget", "mpc_step_lean"] {
+    for scene in ["mpc_step_fast", "mpc_step_budget", "mpc_step_lean", "mpc_step_feedback"] {
         let e = &r["scenes"][scene];
         let recovered = e["recovered"].as_array().unwrap().iter().filter(|x| x.as_bool() == Some(true)).count();
         let row = format!(
