@@ -381,14 +381,10 @@ impl Ddp {
     /// `u_t = clamp(u_t + K_t (x^_t (-) x_t))` (the forward pass at step 0), then `starts`
     /// (indices from 1) open loop.
     pub fn roll_out_policy_or_cheapest(&mut self, starts: &[&[DVector<f64>]]) -> Option<(usize, f64)> {
-        let mut best = None;
-        if self.forward(0.0, f64::INFINITY).is_some() {
-            let cost = total_cost(&self.try_data, &self.try_terminal);
-            if cost.is_finite() {
-                self.keep_trial();
-                best = Some((0, cost));
-            }
-        }
+        let best = self.forward(0.0, f64::INFINITY).map(|cost| {
+            self.keep_trial();
+            (0, cost)
+        });
         self.roll_out_cheaper(starts, 1, best)
     }
 

@@ -474,23 +474,21 @@ impl Mpc {
     ) -> (super::Info, Option<usize>) {
         let kept = (self.ddp.xs.clone(), self.ddp.us.clone(), self.ddp.gains().to_vec());
         self.shift_to(x);
-        let (info, chosen) = if self.feedback_warm_start {
-            let starts: Vec<&[DVector<f64>]> = candidates.iter().map(|c| &c[..]).collect();
-            match self.ddp.roll_out_policy_or_cheapest(&starts) {
-                Some((j, _)) => (self.ddp.solve_rolled_out(cancel), j.checked_sub(1)),
-                None => {
-                    let shifted = self.ddp.us.clone();
-                    (self.ddp.solve(Some(&shifted), cancel), None)
-                }
-            }
-        } else if candidates.is_empty() {
+        let (info, chosen) = if candidates.is_empty() && !self.feedback_warm_start {
             (self.ddp.solve(None, cancel), None)
         } else {
-            // The shifted plan first, so it wins ties; the kept rollout is the solve's start.
+            // The shifted plan first (its controls open loop, or with a feedback warm start its
+            // policy in closed loop), so it wins ties; the kept rollout is the solve's start.
             let shifted = self.ddp.us.clone();
-            let starts: Vec<&[DVector<f64>]> =
-                std::iter::once(&shifted[..]).chain(candidates.iter().map(|c| &c[..])).collect();
-            match self.ddp.roll_out_cheapest(&starts) {
+            let cheapest = if self.feedback_warm_start {
+                let starts: Vec<&[DVector<f64>]> = candidates.iter().map(|c| &c[..]).collect();
+                self.ddp.roll_out_policy_or_cheapest(&starts)
+            } else {
+                let starts: Vec<&[DVector<f64>]> =
+                    std::iter::once(&shifted[..]).chain(candidates.iter().map(|c| &c[..])).collect();
+                self.ddp.roll_out_cheapest(&starts)
+            };
+            match cheapest {
                 Some((j, _)) => (self.ddp.solve_rolled_out(cancel), j.checked_sub(1)),
                 // Every start failed: the solve reports it from the shifted plan.
                 None => (self.ddp.solve(Some(&shifted), cancel), None),
