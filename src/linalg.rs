@@ -482,6 +482,95 @@ fn lu_solve_general(n: usize, a: &[f64], piv: &[usize], x: &mut [f64]) {
     }
 }
 
+/// `A^-1` from the factors and pivots of [`lu_factor`], written column by column into `inv`
+/// (column-major, leading dimension `ld >= n`): column `c` is what [`lu_solve`] gives for the
+/// unit vector `e_c`, bit for bit. The sizes of the contact problem solve all `n` unit columns
+/// together, row by row, with each column's multiplications and subtractions in `lu_solve`'s
+/// order: one substitution is a chain of dependent operations (each `x_r` waits for the ones
+/// before it), and `n` of them side by side run in vector lanes and overlap instead of
+/// waiting in turn.
+pub fn lu_inverse(a: &[f64], n: usize, piv: &[usize], inv: &mut [f64], ld: usize) {
+    assert!(ld >= n && inv.len() >= ld * n.saturating_sub(1) + n, "lu_inverse: inv is too small");
+    match n {
+        3 => lu_inverse_fixed::<3>(a, piv, inv, ld),
+        6 => lu_inverse_fixed::<6>(a, piv, inv, ld),
+        9 => lu_inverse_fixed::<9>(a, piv, inv, ld),
+        12 => lu_inverse_fixed::<12>(a, piv, inv, ld),
+        _ => {
+            for (c, x) in inv.chunks_mut(ld).take(n).enumerate() {
+                let x = &mut x[..n];
+                x.fill(0.0);
+                x[c] = 1.0;
+                lu_solve_general(n, a, piv, x);
+            }
+        }
+    }
+}
+
+fn lu_inverse_fixed<const N: usize>(a: &[f64], piv: &[usize], inv: &mut [f64], ld: usize) {
+    let (a, piv): (&[[f64; N]; N], &[usize; N]) = (rows::<N>(a), piv[..N].try_into().expect("N"));
+    // x[r][c]: entry r of column c, so that a row of all columns is one contiguous array.
+    let mut x = [[0.0f64; N]; N];
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        unsafe { lu_inverse_avx2::<N>(a, piv, &mut x) };
+    } else {
+        lu_inverse_body::<N>(a, piv, &mut x);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    lu_inverse_body::<N>(a, piv, &mut x);
+    for (c, col) in inv.chunks_mut(ld).take(N).enumerate() {
+        for (r, v) in col[..N].iter_mut().enumerate() {
+            *v = x[r][c];
+        }
+    }
+}
+
+/// [`lu_inverse_body`] compiled for AVX2 (four columns per instruction; the same operations).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn lu_inverse_avx2<const N: usize>(a: &[[f64; N]; N], piv: &[usize; N], x: &mut [[f64; N]; N]) {
+    lu_inverse_body::<N>(a, piv, x)
+}
+
+/// `lu_solve_fixed` on the rows of `x` (every column at once): the identity, its rows
+/// interchanged, then the two substitutions, each lane the scalar kernel's operations.
+#[inline(always)]
+fn lu_inverse_body<const N: usize>(a: &[[f64; N]; N], piv: &[usize; N], x: &mut [[f64; N]; N]) {
+    for (r, row) in x.iter_mut().enumerate() {
+        *row = [0.0; N];
+        row[r] = 1.0;
+    }
+    for (col, &p) in piv.iter().enumerate() {
+        x.swap(col, p);
+    }
+    for r in 0..N {
+        let mut acc = x[r];
+        for c in 0..r {
+            let (arc, xc) = (a[r][c], &x[c]);
+            for (s, &v) in acc.iter_mut().zip(xc) {
+                *s -= arc * v;
+            }
+        }
+        x[r] = acc;
+    }
+    for r in (0..N).rev() {
+        let mut acc = x[r];
+        for c in r + 1..N {
+            let (arc, xc) = (a[r][c], &x[c]);
+            for (s, &v) in acc.iter_mut().zip(xc) {
+                *s -= arc * v;
+            }
+        }
+        let d = a[r][r];
+        for s in acc.iter_mut() {
+            *s /= d;
+        }
+        x[r] = acc;
+    }
+}
+
 /// One-sided Jacobi SVD (Hestenes 1958; Demmel & Veselic 1992) of the row-major `rows x cols`
 /// matrix `a`, in place: on return column `j` of `a` is `sigma_j u_j` and `v` (`cols x cols`,
 /// row-major) holds the right singular vectors as columns, `sigma` the singular values
@@ -693,6 +782,31 @@ mod tests {
                 assert_eq!(x1, x2, "{rule:?} n = {n}");
                 assert_eq!(y1, y2, "{rule:?} n = {n}");
                 assert!(residual(&a0, n, &x1, &rhs) < 1e-12, "{rule:?} n = {n}");
+            }
+        }
+    }
+
+    /// `lu_inverse` is `lu_solve` on the unit vectors bit for bit, on the fixed sizes and the
+    /// general one, including a matrix that pivots late and one with zeros (signed zeros too).
+    #[test]
+    fn lu_inverse_is_lu_solve_on_unit_columns_bit_for_bit() {
+        for n in [3, 4, 6, 9, 12, 13] {
+            let mut a0 = random_matrix(n);
+            a0[1] = 0.0;
+            a0[n + 2] = -0.0;
+            let mut a = a0.clone();
+            let mut piv = vec![0; n];
+            assert!(lu_factor(&mut a, n, &mut piv, PivotRule::Relative(1e-14)));
+            let ld = n + 2;
+            let mut inv = vec![f64::NAN; ld * n];
+            lu_inverse(&a, n, &piv, &mut inv, ld);
+            for c in 0..n {
+                let mut x = vec![0.0; n];
+                x[c] = 1.0;
+                lu_solve(&a, n, &piv, &mut x);
+                let got = &inv[c * ld..c * ld + n];
+                assert!(got.iter().zip(&x).all(|(g, e)| g.to_bits() == e.to_bits()), "n = {n}, column {c}");
+                assert!(inv[c * ld + n..(c * ld + ld).min(ld * n)].iter().all(|v| v.is_nan()), "rows past n untouched");
             }
         }
     }

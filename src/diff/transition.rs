@@ -28,7 +28,9 @@
 //! `w = J v+ + [phi/h; 0; 0]`. Row `a` in `{n, t1, t2}` of a contact reads
 //! `a . v_c + (r a x n) . omega`, so at fixed `v+`
 //! `d w / d q = a^T d v_c/dq + (r a x n)^T d omega/dq + (1/h) e_n n^T J_c`
-//! ([`point_velocity_derivative`], [`angular_velocity_derivative`]; `n^T J_c = n^T J_p`), and
+//! ([`point_velocity_derivative`](crate::dynamics::point_velocity_derivative),
+//! [`angular_velocity_derivative`](crate::dynamics::angular_velocity_derivative), both at once in
+//! [`contact_velocity_derivatives`]; `n^T J_c = n^T J_p`), and
 //! `dw = G dlambda + dw_fixed` with `dw_fixed = J dv+_fixed + dw/dq dq`. Flat terrain is
 //! assumed: the derivatives of the contact frame `C` on curved terrain are neglected.
 //!
@@ -75,9 +77,7 @@
 use super::signorini::{friction_linearization, SignoriniSolver};
 use crate::contact::solver::{ContactMode, ContactSolver, Info as SolverInfo, Status as SolverStatus};
 use crate::contact::Terrain;
-use crate::dynamics::kinematics_derivatives::{
-    angular_velocity_derivative, jt_torque_derivative, point_velocity_derivative,
-};
+use crate::dynamics::kinematics_derivatives::{contact_velocity_derivatives, jt_torque_derivative};
 use crate::dynamics::ltl;
 use crate::dynamics::rnea_derivatives::{rnea_derivatives_with_forces, PointForce};
 use crate::model::configuration::integrate_jacobians;
@@ -422,8 +422,15 @@ fn after_step(
             let cp = &model.contact_points[ws.contacts.point_of(i)];
             let centre = tw.forces[c].point;
             let nrm = ws.contacts.normal[i];
-            point_velocity_derivative(model, &tw.data.o_m_i, cp.body, &centre, tw.v_next.as_slice(), &mut tw.dvc);
-            angular_velocity_derivative(model, &tw.data.o_m_i, cp.body, tw.v_next.as_slice(), &mut tw.domega);
+            contact_velocity_derivatives(
+                model,
+                &tw.data.o_m_i,
+                cp.body,
+                &centre,
+                tw.v_next.as_slice(),
+                &mut tw.dvc,
+                &mut tw.domega,
+            );
             let axes = [nrm, ws.contacts.t1[i], ws.contacts.t2[i]];
             for (r, axis) in axes.iter().enumerate() {
                 let sigma: Vector3<f64> = cp.radius * axis.cross(&nrm);
@@ -729,14 +736,9 @@ fn solve_by_inverse(
     if !crate::linalg::lu_factor(lu, n, &mut piv[..n], crate::linalg::PivotRule::Relative(1e-14)) {
         return false;
     }
-    // K^-1 column by column.
+    // K^-1, every column at once (each as `lu_solve` would give it).
     let rows = inv.nrows();
-    for (c, x) in inv.as_mut_slice().chunks_exact_mut(rows).take(n).enumerate() {
-        let x = &mut x[..n];
-        x.fill(0.0);
-        x[c] = 1.0;
-        crate::linalg::lu_solve(lu, n, &piv[..n], x);
-    }
+    crate::linalg::lu_inverse(lu, n, &piv[..n], inv.as_mut_slice(), rows);
     // Row r of X = sum_k inv_rk (row k of B), accumulated in the order of k.
     let cols = b.nrows();
     let (bs, os) = (b.as_slice(), out.as_mut_slice());

@@ -64,29 +64,73 @@ pub fn point_velocity_derivative(
 ) {
     assert_eq!(out.shape(), (3, model.nv), "point_velocity_derivative: out must be 3 x nv");
     out.fill(0.0);
-    let chain = &model.supports[body];
+    with_chain_columns(model, o_m_i, body, Some(p_world), |cols| point_velocity_columns(model, body, cols, v, out));
+}
+
+/// [`point_velocity_derivative`] and [`angular_velocity_derivative`] of one body at once, from
+/// one evaluation of its chain's columns (what a contact's velocity derivative needs); the same
+/// numbers as the two calls.
+pub fn contact_velocity_derivatives(
+    model: &Model,
+    o_m_i: &[Se3],
+    body: usize,
+    p_world: &Vector3<f64>,
+    v: &[f64],
+    d_point: &mut DMatrix<f64>,
+    d_omega: &mut DMatrix<f64>,
+) {
+    assert_eq!(d_point.shape(), (3, model.nv), "contact_velocity_derivatives: d_point must be 3 x nv");
+    assert_eq!(d_omega.shape(), (3, model.nv), "contact_velocity_derivatives: d_omega must be 3 x nv");
+    d_point.fill(0.0);
+    d_omega.fill(0.0);
+    with_chain_columns(model, o_m_i, body, Some(p_world), |cols| {
+        point_velocity_columns(model, body, cols, v, d_point);
+        angular_velocity_columns(model, body, cols, v, d_omega);
+    });
+}
+
+/// The columns of [`point_velocity_derivative`] from the chain's columns: `pdot` summed root
+/// first, then joint by joint (every joint of the chain, so the parent sums take the same
+/// additions as a loop over joints would).
+#[inline]
+fn point_velocity_columns(model: &Model, body: usize, cols: &[ChainColumn], v: &[f64], out: &mut DMatrix<f64>) {
     let mut pdot = Vector3::zeros();
-    for &b in chain {
-        let j = &model.joints[b];
-        for c in 0..j.nv() {
-            pdot += point_column(model, o_m_i, b, c, p_world).1 * v[j.idx_v + c];
-        }
+    for k in cols {
+        pdot += k.u * v[k.dof];
     }
     // Contributions of the joints above the current one, accumulated root first.
     let mut pdot_parent = Vector3::zeros();
     let mut w_parent = Vector3::zeros();
-    for &b in chain {
-        let j = &model.joints[b];
+    let mut next = cols.iter().peekable();
+    for pos in 0..model.supports[body].len() {
         let (mut dp, mut dw) = (Vector3::zeros(), Vector3::zeros());
-        for c in 0..j.nv() {
-            let (w, u) = point_column(model, o_m_i, b, c, p_world);
-            let col = w.cross(&(pdot - pdot_parent)) + w_parent.cross(&u);
-            out.fixed_view_mut::<3, 1>(0, j.idx_v + c).copy_from(&col);
-            dp += u * v[j.idx_v + c];
-            dw += w * v[j.idx_v + c];
+        while let Some(k) = next.next_if(|k| k.pos == pos) {
+            let col = k.w.cross(&(pdot - pdot_parent)) + w_parent.cross(&k.u);
+            out.fixed_view_mut::<3, 1>(0, k.dof).copy_from(&col);
+            dp += k.u * v[k.dof];
+            dw += k.w * v[k.dof];
         }
         pdot_parent += dp;
         w_parent += dw;
+    }
+}
+
+/// The columns of [`angular_velocity_derivative`] from the chain's columns (their `w`).
+#[inline]
+fn angular_velocity_columns(model: &Model, body: usize, cols: &[ChainColumn], v: &[f64], out: &mut DMatrix<f64>) {
+    let mut omega = Vector3::zeros();
+    for k in cols {
+        omega += k.w * v[k.dof];
+    }
+    let mut omega_parent = Vector3::zeros();
+    let mut next = cols.iter().peekable();
+    for pos in 0..model.supports[body].len() {
+        let mut dw = Vector3::zeros();
+        while let Some(k) = next.next_if(|k| k.pos == pos) {
+            out.fixed_view_mut::<3, 1>(0, k.dof).copy_from(&k.w.cross(&(omega - omega_parent)));
+            dw += k.w * v[k.dof];
+        }
+        omega_parent += dw;
     }
 }
 
@@ -213,25 +257,7 @@ fn angular_column(model: &Model, o_m_i: &[Se3], b: usize, c: usize) -> Vector3<f
 pub fn angular_velocity_derivative(model: &Model, o_m_i: &[Se3], body: usize, v: &[f64], out: &mut DMatrix<f64>) {
     assert_eq!(out.shape(), (3, model.nv), "angular_velocity_derivative: out must be 3 x nv");
     out.fill(0.0);
-    let chain = &model.supports[body];
-    let mut omega = Vector3::zeros();
-    for &b in chain {
-        let j = &model.joints[b];
-        for c in 0..j.nv() {
-            omega += angular_column(model, o_m_i, b, c) * v[j.idx_v + c];
-        }
-    }
-    let mut omega_parent = Vector3::zeros();
-    for &b in chain {
-        let j = &model.joints[b];
-        let mut dw = Vector3::zeros();
-        for c in 0..j.nv() {
-            let w = angular_column(model, o_m_i, b, c);
-            out.fixed_view_mut::<3, 1>(0, j.idx_v + c).copy_from(&w.cross(&(omega - omega_parent)));
-            dw += w * v[j.idx_v + c];
-        }
-        omega_parent += dw;
-    }
+    with_chain_columns(model, o_m_i, body, None, |cols| angular_velocity_columns(model, body, cols, v, out));
 }
 
 /// Adds `d (J_w^T tau) / d q` (nv x nv, tangent space) to `out` for a pure torque `tau_world`
@@ -311,5 +337,69 @@ mod tests {
         }
         assert!(reference.norm() > 0.0);
         assert_eq!(out, reference);
+    }
+
+    /// The velocity derivatives from the chain's columns, alone and both at once, are the
+    /// joint-by-joint loops that recompute each column where they need it (the form they had
+    /// before the columns were shared), bit for bit, on every body of the quadruped at a
+    /// generic state (tests/rbd_derivatives.rs checks them against finite differences).
+    #[test]
+    fn velocity_derivatives_from_shared_columns_are_the_joint_loops_bit_for_bit() {
+        let model = crate::model::builtin::quadruped().unwrap().model;
+        let mut data = Data::new(&model);
+        let mut q = neutral(&model);
+        for (i, x) in q.iter_mut().enumerate() {
+            *x += 0.3 * ((i as f64) * 1.7).sin();
+        }
+        crate::model::configuration::normalize(&model, q.as_mut_slice());
+        let v: Vec<f64> = (0..model.nv).map(|i| ((i as f64) * 0.9).cos()).collect();
+        forward_kinematics(&model, &mut data, q.as_slice(), None);
+        for body in 1..model.nbodies() {
+            let p = data.o_m_i[body].trans + Vector3::new(0.01, -0.02, -0.2);
+            // Reference: the joint-by-joint loops.
+            let mut ref_p = DMatrix::zeros(3, model.nv);
+            let mut ref_w = DMatrix::zeros(3, model.nv);
+            let chain = &model.supports[body];
+            let (mut pdot, mut omega) = (Vector3::zeros(), Vector3::zeros());
+            for &b in chain {
+                let j = &model.joints[b];
+                for c in 0..j.nv() {
+                    pdot += point_column(&model, &data.o_m_i, b, c, &p).1 * v[j.idx_v + c];
+                    omega += angular_column(&model, &data.o_m_i, b, c) * v[j.idx_v + c];
+                }
+            }
+            let (mut pdot_parent, mut w_parent, mut omega_parent) =
+                (Vector3::zeros(), Vector3::zeros(), Vector3::zeros());
+            for &b in chain {
+                let j = &model.joints[b];
+                let (mut dp, mut dw, mut dw2) = (Vector3::zeros(), Vector3::zeros(), Vector3::zeros());
+                for c in 0..j.nv() {
+                    let (w, u) = point_column(&model, &data.o_m_i, b, c, &p);
+                    let col = w.cross(&(pdot - pdot_parent)) + w_parent.cross(&u);
+                    ref_p.fixed_view_mut::<3, 1>(0, j.idx_v + c).copy_from(&col);
+                    dp += u * v[j.idx_v + c];
+                    dw += w * v[j.idx_v + c];
+                    let wa = angular_column(&model, &data.o_m_i, b, c);
+                    ref_w.fixed_view_mut::<3, 1>(0, j.idx_v + c).copy_from(&wa.cross(&(omega - omega_parent)));
+                    dw2 += wa * v[j.idx_v + c];
+                }
+                pdot_parent += dp;
+                w_parent += dw;
+                omega_parent += dw2;
+            }
+            let (mut dp, mut dw) = (DMatrix::zeros(3, model.nv), DMatrix::zeros(3, model.nv));
+            contact_velocity_derivatives(&model, &data.o_m_i, body, &p, &v, &mut dp, &mut dw);
+            let bits = |m: &DMatrix<f64>| m.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&dp), bits(&ref_p), "body {body}: point");
+            assert_eq!(bits(&dw), bits(&ref_w), "body {body}: angular");
+            let mut alone = DMatrix::from_element(3, model.nv, f64::NAN);
+            point_velocity_derivative(&model, &data.o_m_i, body, &p, &v, &mut alone);
+            assert_eq!(bits(&alone), bits(&ref_p), "body {body}: point alone");
+            angular_velocity_derivative(&model, &data.o_m_i, body, &v, &mut alone);
+            assert_eq!(bits(&alone), bits(&ref_w), "body {body}: angular alone");
+            if body + 1 == model.nbodies() {
+                assert!(ref_p.norm() > 0.1 && ref_w.norm() > 0.1);
+            }
+        }
     }
 }
