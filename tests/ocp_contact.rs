@@ -222,8 +222,9 @@ impl ActionModel for OnThreads {
     }
 }
 
-/// `Settings::threads`: the knots are differentiated on that many threads, and the solve is the
-/// same bit for bit (each knot's derivatives depend on that knot alone).
+/// `Settings::threads`: the knots are differentiated on that many threads, the first backward
+/// pass after them runs beside them, and the solve is the same bit for bit (each knot's
+/// derivatives depend on that knot alone; the backward pass takes the knots in the same order).
 #[test]
 fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
     let mut sim = stance();
@@ -256,10 +257,10 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
         let mut ddp = Ddp::new(p, Settings { max_iterations: 4, threads, ..Default::default() });
         let info = ddp.solve(Some(&vec![u.clone(); knots]), None);
         let seen = seen.lock().unwrap().clone();
-        (info, ddp.xs.clone(), ddp.us.clone(), seen)
+        (info, ddp.xs.clone(), ddp.us.clone(), ddp.gains().to_vec(), seen)
     };
-    let (one, xs1, us1, seen1) = solve(1);
-    let (two, xs2, us2, seen2) = solve(2);
+    let (one, xs1, us1, gains1, seen1) = solve(1);
+    let (two, xs2, us2, gains2, seen2) = solve(2);
     assert!(one.iterations > 0 && one.cost.is_finite(), "{one:?}");
     // One thread: the caller's. Two: the caller's and, in each sweep, one spawned for it.
     let me = std::thread::current().id();
@@ -269,4 +270,11 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
     assert_eq!((one.status, one.iterations), (two.status, two.iterations));
     assert!(xs1.iter().zip(&xs2).all(|(a, b)| a.iter().zip(b.iter()).all(|(p, q)| p.to_bits() == q.to_bits())));
     assert!(us1.iter().zip(&us2).all(|(a, b)| a.iter().zip(b.iter()).all(|(p, q)| p.to_bits() == q.to_bits())));
+    // The gains of the last backward pass, which on two threads ran beside the derivatives.
+    assert!(gains1.iter().zip(&gains2).all(|(a, b)| a.iter().zip(b.iter()).all(|(p, q)| p.to_bits() == q.to_bits())));
+    // Every iteration's step, regularization and improvements (all but the wall time).
+    let steps = |info: &contactlab::ocp::Info| {
+        info.history.iter().map(|h| [h.cost, h.expected, h.actual, h.mu, h.alpha].map(f64::to_bits)).collect::<Vec<_>>()
+    };
+    assert_eq!(steps(&one), steps(&two));
 }

@@ -67,25 +67,43 @@
 //!
 //! # Threads
 //! A knot's derivatives depend on that knot's state and control alone, so `Settings::threads`
-//! above 1 differentiates the knots on that many threads (Crocoddyl does the same with OpenMP),
-//! in contiguous blocks, one on the calling thread and the others on threads spawned for the
-//! sweep. The rollouts and the backward pass are sequential, and the result is the same bit for
-//! bit. On the iteration of `examples/ddp_profile.rs` (`scenes/cito_raise.ron`, 30 knots,
-//! exact sensitivity; a third of its instructions are the derivatives), 400 solves on one and on
-//! two threads, interleaved (scratch, twice): fastest 2.50-2.53 ms against 2.17-2.22 ms, medians
-//! 2.88-2.90 against 2.63-2.70 ms, the median of the paired ratios 0.89-0.93. With a pool of two
-//! workers instead of threads spawned per sweep the fastest solves were as quick, but a criterion
-//! run took 3.29 ms against 2.42 ms on one thread; idle rayon workers spin a while before they
-//! sleep, on two cores against the rollout that follows (the likely cause, not measured).
+//! above 1 differentiates the knots on that many threads (Crocoddyl does the same with OpenMP).
+//! The backward pass needs the knots from the last one down, each only once it is
+//! differentiated, so after a rollout the knots are claimed one at a time from the last down,
+//! and the calling thread runs the backward pass over each as soon as it is ready, taking a
+//! knot to differentiate itself whenever the pass would wait: the backward pass (a fifth of an
+//! iteration's instructions) runs beside the derivatives (two fifths) instead of after them.
+//! The pass does the same operations on the same knots in the same order, so the result is the
+//! same bit for bit; if a knot's derivatives turn out not finite, the gains the pass changed
+//! are put back and the solve stops as it does on one thread (`Status::NonFinite`). A backward
+//! pass that meets a `Q_uu` that is not positive definite stops there, as on one thread, and
+//! the next ones (at a larger `mu`) run on the calling thread alone. Helper threads are spawned
+//! for each sweep and joined: a pool's idle workers would go on spinning through the
+//! sequential rollout that follows, on a machine with no more cores than threads.
+//!
+//! Measured on the iteration of `examples/ddp_profile.rs` (`scenes/cito_raise.ron`, 30 knots,
+//! exact sensitivity), in interleaved runs of 400 solves: on two threads with the knots
+//! differentiated in two contiguous blocks and the backward pass after them, fastest 1.92-2.20
+//! ms, medians 2.22-2.67 ms (one thread: 2.29-2.36 and 2.60-2.80 ms); with the backward pass
+//! beside the derivatives, fastest 1.78-1.95 ms, medians 2.04-2.49 ms. Earlier, with a pool of
+//! two rayon workers instead of threads spawned per sweep, a criterion run took 3.29 ms against
+//! 2.42 ms on one thread (idle workers spin a while before they sleep; the likely cause, not
+//! measured).
 
 use super::action::{ActionData, ActionModel};
 use crate::linalg::gemm;
 use crate::validate::{Checker, SettingsError};
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Instant;
+
+/// A knot's derivatives in [`Ddp::differentiate`]: not yet computed, finite, or not.
+const KNOT_PENDING: u8 = 0;
+const KNOT_FINITE: u8 = 1;
+const KNOT_NOT_FINITE: u8 = 2;
 
 /// A shooting problem: initial state, running models (one per knot) and a terminal model.
 #[derive(Clone)]
@@ -137,8 +155,9 @@ pub struct Settings {
     /// search starts from 1.
     pub adaptive_step: bool,
     /// Threads that differentiate the knots (each knot's `calc_diff` is independent of the
-    /// others'; the rollouts and the backward pass are sequential). Default 1. The result does
-    /// not depend on it, bit for bit.
+    /// others'), with the first backward pass after them running beside them (module docs,
+    /// "Threads"); the rollouts are sequential. Default 1. The result does not depend on it, bit
+    /// for bit.
     pub threads: usize,
 }
 
@@ -303,6 +322,10 @@ pub struct Ddp {
     /// Step length of the last accepted line search, kept across solves (`adaptive_step`).
     last_alpha: Option<f64>,
     bw: Backward,
+    /// Each knot's `k` and gain before a backward pass that runs beside the derivatives, to be
+    /// put back if a knot's derivatives turn out not finite.
+    k_backup: Vec<DVector<f64>>,
+    gains_backup: Vec<DMatrix<f64>>,
 }
 
 impl Ddp {
@@ -318,7 +341,8 @@ impl Ddp {
         }
         let us: Vec<DVector<f64>> = problem.running.iter().map(|m| DVector::zeros(m.nu())).collect();
         let k = us.clone();
-        let gains = problem.running.iter().map(|m| DMatrix::zeros(m.nu(), m.ndx())).collect();
+        let gains: Vec<DMatrix<f64>> = problem.running.iter().map(|m| DMatrix::zeros(m.nu(), m.ndx())).collect();
+        let (k_backup, gains_backup) = (k.clone(), gains.clone());
         Self {
             xs_try: xs.clone(),
             us_try: us.clone(),
@@ -335,6 +359,8 @@ impl Ddp {
             mu: settings.mu_init,
             last_alpha: None,
             bw: Backward::new(),
+            k_backup,
+            gains_backup,
             problem,
             settings,
         }
@@ -507,10 +533,10 @@ impl Ddp {
                 info.status = Status::Cancelled;
                 return info;
             }
+            // The first backward pass at this mu, when it ran beside the derivatives.
+            let mut overlapped = None;
             if !differentiated {
-                let t = self.problem.horizon();
-                self.differentiate_running();
-                self.problem.terminal.calc_diff(&mut self.terminal_data, &self.xs[t], &DVector::zeros(0));
+                overlapped = self.differentiate();
                 info.fallback_jacobians += self.data.iter().filter(|d| d.fallback).count();
                 info.unconverged_jacobians += self.data.iter().filter(|d| d.unconverged).count();
                 if !self.data.iter().all(|d| d.ok && finite_data(d)) || !finite_data(&self.terminal_data) {
@@ -521,7 +547,7 @@ impl Ddp {
             }
             // Backward pass, raising mu until every Q_uu is positive definite.
             loop {
-                if self.backward() {
+                if overlapped.take().unwrap_or_else(|| self.backward()) {
                     break;
                 }
                 self.mu = (self.mu * self.settings.mu_factor).max(self.settings.mu_min.max(1e-12));
@@ -617,6 +643,106 @@ impl Ddp {
         info
     }
 
+    /// The derivatives of the terminal model and of every running knot along the current
+    /// trajectory. On more than one thread the first backward pass at the current `mu` runs on
+    /// this thread beside them (module docs, "Threads"): its result (as [`Ddp::backward`]'s),
+    /// or `None` if it did not run, or met a knot whose derivatives are not finite (and then
+    /// left the gains as they were).
+    fn differentiate(&mut self) -> Option<bool> {
+        let t = self.problem.horizon();
+        self.problem.terminal.calc_diff(&mut self.terminal_data, &self.xs[t], &DVector::zeros(0));
+        let threads = self.settings.threads.clamp(1, t.max(1));
+        if threads == 1 || !finite_data(&self.terminal_data) {
+            self.differentiate_running();
+            return None;
+        }
+        let (d1_before, d2_before) = (self.d1, self.d2);
+        self.backward_begin();
+        let Ddp { problem, xs, us, data, bw, k, gains, mu, d1, d2, k_backup, gains_backup, .. } = self;
+        let (running, xs, us, mu) = (&problem.running, &*xs, &*us, *mu);
+        // Knots are claimed from the last down (the backward pass's order): those below `next`
+        // are unclaimed. A knot's cell is locked by the thread differentiating it, then by the
+        // backward pass once its state says it is done.
+        let next = AtomicUsize::new(t);
+        let state: Vec<AtomicU8> = (0..t).map(|_| AtomicU8::new(KNOT_PENDING)).collect();
+        let cells: Vec<Mutex<&mut ActionData>> = data.iter_mut().map(Mutex::new).collect();
+        let claim = || next.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).ok().map(|n| n - 1);
+        let differentiate_knot = |i: usize| {
+            let mut d = cells[i].lock().unwrap_or_else(|e| e.into_inner());
+            running[i].calc_diff(&mut d, &xs[i], &us[i]);
+            let good = d.ok && finite_data(&d);
+            state[i].store(if good { KNOT_FINITE } else { KNOT_NOT_FINITE }, Ordering::Release);
+        };
+        // `lowest`: the backward pass has run knots lowest..t; `failed`: a Q_uu on the way was
+        // not positive definite (the pass stops there, as the sequential one does).
+        let (lowest, failed, all_finite) = std::thread::scope(|scope| {
+            for _ in 1..threads {
+                // A thread that cannot be had leaves its knots to this one.
+                let _ = std::thread::Builder::new().spawn_scoped(scope, || {
+                    while let Some(i) = claim() {
+                        differentiate_knot(i);
+                    }
+                });
+            }
+            let (mut lowest, mut failed, mut all_finite) = (t, false, true);
+            let mut waits = 0u32;
+            loop {
+                if !failed && all_finite && lowest > 0 {
+                    let i = lowest - 1;
+                    match state[i].load(Ordering::Acquire) {
+                        KNOT_FINITE => {
+                            let d = cells[i].lock().unwrap_or_else(|e| e.into_inner());
+                            k_backup[i].clone_from(&k[i]);
+                            gains_backup[i].clone_from(&gains[i]);
+                            failed = !backward_knot(
+                                bw,
+                                &d,
+                                running[i].as_ref(),
+                                &us[i],
+                                mu,
+                                &mut k[i],
+                                &mut gains[i],
+                                d1,
+                                d2,
+                            );
+                            lowest = i;
+                            continue;
+                        }
+                        KNOT_NOT_FINITE => all_finite = false,
+                        _ => {}
+                    }
+                }
+                if let Some(i) = claim() {
+                    differentiate_knot(i);
+                    continue;
+                }
+                if failed || !all_finite || lowest == 0 {
+                    // Whatever is still being differentiated is joined with its thread.
+                    break;
+                }
+                // The next knot is another thread's, still in progress (tens of microseconds).
+                waits += 1;
+                if waits.is_multiple_of(64) {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+            (lowest, failed, all_finite)
+        });
+        let all_finite = all_finite && state.iter().all(|s| s.load(Ordering::Acquire) == KNOT_FINITE);
+        if !all_finite {
+            // The sequential solve stops before its backward pass: undo this one's.
+            for i in lowest..t {
+                k[i].clone_from(&k_backup[i]);
+                gains[i].clone_from(&gains_backup[i]);
+            }
+            (*d1, *d2) = (d1_before, d2_before);
+            return None;
+        }
+        Some(!failed && d1.is_finite() && d2.is_finite())
+    }
+
     /// `calc_diff` of every running knot along the current trajectory, on `settings.threads`
     /// threads.
     fn differentiate_running(&mut self) {
@@ -661,121 +787,23 @@ impl Ddp {
     /// Gauss-Newton backward pass at the current `mu`; `false` if a `Q_uu` is not positive
     /// definite. All products go into the preallocated [`Backward`] buffers.
     fn backward(&mut self) -> bool {
-        // Its Cholesky factor and solves are inlined into the AVX2 copy.
-        let this = self;
-        crate::linalg::avx2_dispatch!(Ddp::backward_body, (this: &mut Ddp) -> bool)
-    }
-
-    #[inline(always)]
-    fn backward_body(&mut self) -> bool {
-        let t = self.problem.horizon();
-        let w = &mut self.bw;
-        w.vx.clone_from(&self.terminal_data.lx);
-        w.vxx.clone_from(&self.terminal_data.lxx);
-        self.d1 = 0.0;
-        self.d2 = 0.0;
-        for i in (0..t).rev() {
-            let d = &self.data[i];
-            let m = &self.problem.running[i];
-            let (nu, ndx) = (m.nu(), m.ndx());
-            w.shape(ndx, nu);
-            w.qx.copy_from(&d.lx);
-            w.qx.gemv_tr(1.0, &d.fx, &w.vx, 1.0);
-            w.qu.copy_from(&d.lu);
-            w.qu.gemv_tr(1.0, &d.fu, &w.vx, 1.0);
-            // Explicit transposes: nalgebra's `tr_mul` / `gemm_tr` are plain dot-product loops,
-            // while `linalg::gemm` (matrixmultiply's arithmetic without its packing) runs
-            // several times faster at 36 x 36.
-            d.fx.transpose_to(&mut w.fxt);
-            d.fu.transpose_to(&mut w.fut);
-            gemm(&mut w.vxx_fx, &w.vxx, &d.fx, 0.0);
-            gemm(&mut w.vxx_fu, &w.vxx, &d.fu, 0.0);
-            w.qxx.copy_from(&d.lxx);
-            gemm(&mut w.qxx, &w.fxt, &w.vxx_fx, 1.0);
-            w.quu.copy_from(&d.luu);
-            gemm(&mut w.quu, &w.fut, &w.vxx_fu, 1.0);
-            w.qux.copy_from(&d.lux);
-            gemm(&mut w.qux, &w.fut, &w.vxx_fx, 1.0);
-            for j in 0..nu {
-                w.quu[(j, j)] += self.mu;
+        self.backward_begin();
+        for i in (0..self.problem.horizon()).rev() {
+            let Ddp { problem, data, bw, k, gains, us, mu, d1, d2, .. } = self;
+            if !backward_knot(bw, &data[i], problem.running[i].as_ref(), &us[i], *mu, &mut k[i], &mut gains[i], d1, d2)
+            {
+                return false;
             }
-            // Box QP for k, free set for K.
-            w.chol.resize(nu * nu, 0.0);
-            let (k, free) = match m.control_bounds() {
-                Some((lo, hi)) => {
-                    let lower = lo - &self.us[i];
-                    let upper = hi - &self.us[i];
-                    match super::boxqp::solve(&w.quu, &w.qu, &lower, &upper, &self.k[i]) {
-                        Some(r) => r,
-                        None => return false,
-                    }
-                }
-                None => {
-                    if !cholesky(&w.quu, &mut w.chol) {
-                        return false;
-                    }
-                    let mut k = w.qu.clone();
-                    cholesky_solve(&w.chol, nu, k.as_mut_slice(), &mut w.rows);
-                    (-k, vec![true; nu])
-                }
-            };
-            let gain = &mut self.gains[i];
-            gain.fill(0.0);
-            let all_free = free.iter().all(|&f| f);
-            if all_free {
-                // The common case: K = -Q_uu^-1 Q_ux, solved in place (a column of K is
-                // contiguous). Without bounds the factor is the one k was solved with.
-                if m.control_bounds().is_some() && !cholesky(&w.quu, &mut w.chol) {
-                    return false;
-                }
-                gain.copy_from(&w.qux);
-                cholesky_solve(&w.chol, nu, gain.as_mut_slice(), &mut w.rows);
-                gain.neg_mut();
-            } else {
-                let idx: Vec<usize> = (0..nu).filter(|&j| free[j]).collect();
-                if !idx.is_empty() {
-                    let qff = DMatrix::from_fn(idx.len(), idx.len(), |a, b| w.quu[(idx[a], idx[b])]);
-                    let Some(ch) = qff.cholesky() else { return false };
-                    let qfx = DMatrix::from_fn(idx.len(), ndx, |a, c| w.qux[(idx[a], c)]);
-                    let kf = -ch.solve(&qfx);
-                    for (a, &j) in idx.iter().enumerate() {
-                        gain.row_mut(j).copy_from(&kf.row(a));
-                    }
-                }
-            }
-            w.quu_k.gemv(1.0, &w.quu, &k, 0.0);
-            self.d1 += k.dot(&w.qu);
-            self.d2 += k.dot(&w.quu_k);
-            // V_x = Q_x + K^T (Q_uu k + Q_u) + Q_ux^T k
-            gain.transpose_to(&mut w.gt);
-            w.quu_k += &w.qu;
-            w.vx.copy_from(&w.qx);
-            w.vx.gemv(1.0, &w.gt, &w.quu_k, 1.0);
-            w.vx.gemv_tr(1.0, &w.qux, &k, 1.0);
-            // V_xx = Q_xx + K^T Q_uu K + K^T Q_ux + Q_ux^T K, symmetrized. With every control
-            // free, Q_uu K = -Q_ux (same regularized Q_uu), so it is Q_xx + K^T Q_ux.
-            gemm(&mut w.kt_qux, &w.gt, &w.qux, 0.0);
-            w.vxx.copy_from(&w.qxx);
-            if all_free {
-                w.vxx += &w.kt_qux;
-            } else {
-                gemm(&mut w.gt_quu, &w.gt, &w.quu, 0.0);
-                gemm(&mut w.vxx, &w.gt_quu, gain, 1.0);
-                w.vxx += &w.kt_qux;
-                w.kt_qux.transpose_to(&mut w.fxt);
-                w.vxx += &w.fxt;
-            }
-            let v = w.vxx.as_mut_slice();
-            for c in 0..ndx {
-                for r in 0..c {
-                    let a = 0.5 * (v[r + c * ndx] + v[c + r * ndx]);
-                    v[r + c * ndx] = a;
-                    v[c + r * ndx] = a;
-                }
-            }
-            self.k[i] = k;
         }
         self.d1.is_finite() && self.d2.is_finite()
+    }
+
+    /// The backward pass's start: the terminal value function, no expected improvement yet.
+    fn backward_begin(&mut self) {
+        self.bw.vx.clone_from(&self.terminal_data.lx);
+        self.bw.vxx.clone_from(&self.terminal_data.lxx);
+        self.d1 = 0.0;
+        self.d2 = 0.0;
     }
 
     /// Whether every model's cost is non-negative ([`ActionModel::nonnegative_cost`]).
@@ -813,6 +841,151 @@ impl Ddp {
         cost += self.try_terminal.cost;
         cost.is_finite().then_some(cost)
     }
+}
+
+/// One knot of the backward pass at regularization `mu`: from the next knot's value function in
+/// `w` to this knot's (left in `w`), its feedforward step `k_knot` (the box QP's warm start on
+/// entry) and feedback gain, and its terms of the expected improvement added to `d1`, `d2`;
+/// `false` if `Q_uu` is not positive definite.
+#[allow(clippy::too_many_arguments)]
+fn backward_knot(
+    w: &mut Backward,
+    d: &ActionData,
+    m: &dyn ActionModel,
+    u: &DVector<f64>,
+    mu: f64,
+    k_knot: &mut DVector<f64>,
+    gain: &mut DMatrix<f64>,
+    d1: &mut f64,
+    d2: &mut f64,
+) -> bool {
+    // Its Cholesky factor and solves are inlined into the AVX2 copy.
+    crate::linalg::avx2_dispatch!(
+        backward_knot_body,
+        (
+            w: &mut Backward,
+            d: &ActionData,
+            m: &dyn ActionModel,
+            u: &DVector<f64>,
+            mu: f64,
+            k_knot: &mut DVector<f64>,
+            gain: &mut DMatrix<f64>,
+            d1: &mut f64,
+            d2: &mut f64,
+        ) -> bool
+    )
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn backward_knot_body(
+    w: &mut Backward,
+    d: &ActionData,
+    m: &dyn ActionModel,
+    u: &DVector<f64>,
+    mu: f64,
+    k_knot: &mut DVector<f64>,
+    gain: &mut DMatrix<f64>,
+    d1: &mut f64,
+    d2: &mut f64,
+) -> bool {
+    let (nu, ndx) = (m.nu(), m.ndx());
+    w.shape(ndx, nu);
+    w.qx.copy_from(&d.lx);
+    w.qx.gemv_tr(1.0, &d.fx, &w.vx, 1.0);
+    w.qu.copy_from(&d.lu);
+    w.qu.gemv_tr(1.0, &d.fu, &w.vx, 1.0);
+    // Explicit transposes: nalgebra's `tr_mul` / `gemm_tr` are plain dot-product loops,
+    // while `linalg::gemm` (matrixmultiply's arithmetic without its packing) runs
+    // several times faster at 36 x 36.
+    d.fx.transpose_to(&mut w.fxt);
+    d.fu.transpose_to(&mut w.fut);
+    gemm(&mut w.vxx_fx, &w.vxx, &d.fx, 0.0);
+    gemm(&mut w.vxx_fu, &w.vxx, &d.fu, 0.0);
+    w.qxx.copy_from(&d.lxx);
+    gemm(&mut w.qxx, &w.fxt, &w.vxx_fx, 1.0);
+    w.quu.copy_from(&d.luu);
+    gemm(&mut w.quu, &w.fut, &w.vxx_fu, 1.0);
+    w.qux.copy_from(&d.lux);
+    gemm(&mut w.qux, &w.fut, &w.vxx_fx, 1.0);
+    for j in 0..nu {
+        w.quu[(j, j)] += mu;
+    }
+    // Box QP for k, free set for K.
+    w.chol.resize(nu * nu, 0.0);
+    let (k, free) = match m.control_bounds() {
+        Some((lo, hi)) => {
+            let lower = lo - u;
+            let upper = hi - u;
+            match super::boxqp::solve(&w.quu, &w.qu, &lower, &upper, k_knot) {
+                Some(r) => r,
+                None => return false,
+            }
+        }
+        None => {
+            if !cholesky(&w.quu, &mut w.chol) {
+                return false;
+            }
+            let mut k = w.qu.clone();
+            cholesky_solve(&w.chol, nu, k.as_mut_slice(), &mut w.rows);
+            (-k, vec![true; nu])
+        }
+    };
+    gain.fill(0.0);
+    let all_free = free.iter().all(|&f| f);
+    if all_free {
+        // The common case: K = -Q_uu^-1 Q_ux, solved in place (a column of K is
+        // contiguous). Without bounds the factor is the one k was solved with.
+        if m.control_bounds().is_some() && !cholesky(&w.quu, &mut w.chol) {
+            return false;
+        }
+        gain.copy_from(&w.qux);
+        cholesky_solve(&w.chol, nu, gain.as_mut_slice(), &mut w.rows);
+        gain.neg_mut();
+    } else {
+        let idx: Vec<usize> = (0..nu).filter(|&j| free[j]).collect();
+        if !idx.is_empty() {
+            let qff = DMatrix::from_fn(idx.len(), idx.len(), |a, b| w.quu[(idx[a], idx[b])]);
+            let Some(ch) = qff.cholesky() else { return false };
+            let qfx = DMatrix::from_fn(idx.len(), ndx, |a, c| w.qux[(idx[a], c)]);
+            let kf = -ch.solve(&qfx);
+            for (a, &j) in idx.iter().enumerate() {
+                gain.row_mut(j).copy_from(&kf.row(a));
+            }
+        }
+    }
+    w.quu_k.gemv(1.0, &w.quu, &k, 0.0);
+    *d1 += k.dot(&w.qu);
+    *d2 += k.dot(&w.quu_k);
+    // V_x = Q_x + K^T (Q_uu k + Q_u) + Q_ux^T k
+    gain.transpose_to(&mut w.gt);
+    w.quu_k += &w.qu;
+    w.vx.copy_from(&w.qx);
+    w.vx.gemv(1.0, &w.gt, &w.quu_k, 1.0);
+    w.vx.gemv_tr(1.0, &w.qux, &k, 1.0);
+    // V_xx = Q_xx + K^T Q_uu K + K^T Q_ux + Q_ux^T K, symmetrized. With every control
+    // free, Q_uu K = -Q_ux (same regularized Q_uu), so it is Q_xx + K^T Q_ux.
+    gemm(&mut w.kt_qux, &w.gt, &w.qux, 0.0);
+    w.vxx.copy_from(&w.qxx);
+    if all_free {
+        w.vxx += &w.kt_qux;
+    } else {
+        gemm(&mut w.gt_quu, &w.gt, &w.quu, 0.0);
+        gemm(&mut w.vxx, &w.gt_quu, gain, 1.0);
+        w.vxx += &w.kt_qux;
+        w.kt_qux.transpose_to(&mut w.fxt);
+        w.vxx += &w.fxt;
+    }
+    let v = w.vxx.as_mut_slice();
+    for c in 0..ndx {
+        for r in 0..c {
+            let a = 0.5 * (v[r + c * ndx] + v[c + r * ndx]);
+            v[r + c * ndx] = a;
+            v[c + r * ndx] = a;
+        }
+    }
+    *k_knot = k;
+    true
 }
 
 /// Whether three successive rejected trials at steps `4a, 2a, a`, whose cost changes
