@@ -185,10 +185,12 @@ fn joint_range_cost_penalizes_joints_beyond_their_ranges() {
     }
 }
 
-/// A running model that records which threads differentiate it.
+/// A running model that records which threads differentiate it, and whose derivatives can be
+/// made not finite (`poison`).
 struct OnThreads {
     inner: Arc<dyn ActionModel>,
     seen: Arc<std::sync::Mutex<std::collections::HashSet<std::thread::ThreadId>>>,
+    poison: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl ActionModel for OnThreads {
@@ -212,7 +214,10 @@ impl ActionModel for OnThreads {
     }
     fn calc_diff(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
         self.seen.lock().unwrap().insert(std::thread::current().id());
-        self.inner.calc_diff(d, x, u)
+        self.inner.calc_diff(d, x, u);
+        if self.poison.as_ref().is_some_and(|p| p.load(std::sync::atomic::Ordering::Relaxed)) {
+            d.fx[(0, 0)] = f64::NAN;
+        }
     }
     fn integrate(&self, x: &DVector<f64>, dx: &DVector<f64>, out: &mut DVector<f64>) {
         self.inner.integrate(x, dx, out)
@@ -241,7 +246,7 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
         let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
         let inner: Arc<dyn ActionModel> =
             Arc::new(ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, sensitivity, c.clone(), None));
-        let running: Arc<dyn ActionModel> = Arc::new(OnThreads { inner, seen: seen.clone() });
+        let running: Arc<dyn ActionModel> = Arc::new(OnThreads { inner, seen: seen.clone(), poison: None });
         let terminal = Arc::new(ContactAction::new(
             m.clone(),
             sim.terrain.clone(),
@@ -277,4 +282,57 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
         info.history.iter().map(|h| [h.cost, h.expected, h.actual, h.mu, h.alpha].map(f64::to_bits)).collect::<Vec<_>>()
     };
     assert_eq!(steps(&one), steps(&two));
+}
+
+/// A knot whose derivatives are not finite stops the solve (`NonFinite`) before its backward
+/// pass on one thread; on two, where the pass runs beside the derivatives and has already gone
+/// over the knots above it, the gains it changed are put back: both leave the previous solve's
+/// gains as they were, bit for bit.
+#[test]
+fn ddp_on_threads_puts_the_gains_back_when_a_knot_is_not_finite() {
+    let mut sim = stance();
+    sim.settings.dt = 0.01;
+    let m = sim.model.clone();
+    let (nq, nv) = (m.nq, m.nv);
+    let c = cost(&sim, 0.04);
+    let sensitivity = Sensitivity::Relaxed { kappa: 1e-3, delta: 1e-2 };
+    let mut u = DVector::zeros(m.nu);
+    let mut damping = DVector::zeros(m.nu);
+    sim.controller.compute(&m, sim.q.as_slice(), sim.v.as_slice(), 0.01, &mut u, &mut damping);
+    let (knots, bad) = (30, 10);
+    let bits = |g: &[nalgebra::DMatrix<f64>]| g.iter().flat_map(|m| m.iter().map(|x| x.to_bits())).collect::<Vec<_>>();
+    for threads in [1, 2] {
+        let poison = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+        let inner: Arc<dyn ActionModel> =
+            Arc::new(ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, sensitivity, c.clone(), None));
+        let running: Vec<Arc<dyn ActionModel>> = (0..knots)
+            .map(|i| {
+                let poison = (i == bad).then(|| poison.clone());
+                Arc::new(OnThreads { inner: inner.clone(), seen: seen.clone(), poison }) as Arc<dyn ActionModel>
+            })
+            .collect();
+        let terminal = Arc::new(ContactAction::new(
+            m.clone(),
+            sim.terrain.clone(),
+            sim.settings,
+            sensitivity,
+            c.clone(),
+            Some(200.0),
+        ));
+        let mut x0 = DVector::zeros(nq + nv);
+        x0.rows_mut(0, nq).copy_from(&sim.q);
+        x0.rows_mut(nq, nv).copy_from(&sim.v);
+        let p = ShootingProblem { x0, running, terminal };
+        let mut ddp = Ddp::new(p, Settings { max_iterations: 2, threads, ..Default::default() });
+        let guess = vec![u.clone(); knots];
+        let first = ddp.solve(Some(&guess), None);
+        assert!(first.iterations == 2 && first.cost.is_finite(), "{first:?}");
+        let before = bits(ddp.gains());
+        assert!(ddp.gains()[knots - 1].norm() > 0.0);
+        poison.store(true, std::sync::atomic::Ordering::Relaxed);
+        let second = ddp.solve(Some(&guess), None);
+        assert_eq!(second.status, Status::NonFinite, "threads {threads}");
+        assert!(before == bits(ddp.gains()), "threads {threads}: the gains changed");
+    }
 }
