@@ -209,6 +209,9 @@ impl ActionModel for OnThreads {
     fn create_data(&self) -> contactlab::ocp::ActionData {
         self.inner.create_data()
     }
+    fn history_free(&self) -> bool {
+        self.inner.history_free()
+    }
     fn calc(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
         self.inner.calc(d, x, u)
     }
@@ -242,10 +245,11 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
     let mut damping = DVector::zeros(m.nu);
     sim.controller.compute(&m, sim.q.as_slice(), sim.v.as_slice(), 0.01, &mut u, &mut damping);
     let knots = 30;
-    let solve = |threads: usize| {
+    let solve = |threads: usize, warm_start: bool| {
         let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
-        let inner: Arc<dyn ActionModel> =
-            Arc::new(ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, sensitivity, c.clone(), None));
+        let mut action = ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, sensitivity, c.clone(), None);
+        action.warm_start = warm_start;
+        let inner: Arc<dyn ActionModel> = Arc::new(action);
         let running: Arc<dyn ActionModel> = Arc::new(OnThreads { inner, seen: seen.clone(), poison: None });
         let terminal = Arc::new(ContactAction::new(
             m.clone(),
@@ -264,24 +268,36 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
         let seen = seen.lock().unwrap().clone();
         (info, ddp.xs.clone(), ddp.us.clone(), ddp.gains().to_vec(), seen)
     };
-    let (one, xs1, us1, gains1, seen1) = solve(1);
-    let (two, xs2, us2, gains2, seen2) = solve(2);
-    assert!(one.iterations > 0 && one.cost.is_finite(), "{one:?}");
-    // One thread: the caller's. Two: the caller's and, in each sweep, one spawned for it.
-    let me = std::thread::current().id();
-    assert_eq!(seen1.into_iter().collect::<Vec<_>>(), vec![me], "one thread differentiates: the caller");
-    assert!(seen2.len() >= 2 && seen2.contains(&me), "the caller and other threads differentiate: {seen2:?}");
-    assert_eq!(one.cost.to_bits(), two.cost.to_bits(), "costs {} and {}", one.cost, two.cost);
-    assert_eq!((one.status, one.iterations), (two.status, two.iterations));
-    assert!(xs1.iter().zip(&xs2).all(|(a, b)| a.iter().zip(b.iter()).all(|(p, q)| p.to_bits() == q.to_bits())));
-    assert!(us1.iter().zip(&us2).all(|(a, b)| a.iter().zip(b.iter()).all(|(p, q)| p.to_bits() == q.to_bits())));
-    // The gains of the last backward pass, which on two threads ran beside the derivatives.
-    assert!(gains1.iter().zip(&gains2).all(|(a, b)| a.iter().zip(b.iter()).all(|(p, q)| p.to_bits() == q.to_bits())));
+    let bits = |v: &[DVector<f64>]| v.iter().flat_map(|x| x.iter().map(|e| e.to_bits())).collect::<Vec<_>>();
     // Every iteration's step, regularization and improvements (all but the wall time).
     let steps = |info: &contactlab::ocp::Info| {
         info.history.iter().map(|h| [h.cost, h.expected, h.actual, h.mu, h.alpha].map(f64::to_bits)).collect::<Vec<_>>()
     };
-    assert_eq!(steps(&one), steps(&two));
+    // Without warm starts the line searches take two trials at a time on two threads; with
+    // them (each knot's solve starts from what its buffers held) one at a time.
+    for warm_start in [false, true] {
+        let (one, xs1, us1, gains1, seen1) = solve(1, warm_start);
+        let (two, xs2, us2, gains2, seen2) = solve(2, warm_start);
+        assert!(one.iterations > 0 && one.cost.is_finite(), "{one:?}");
+        // A line search accepted its second trial: on two threads the one rolled out beside
+        // the first, into the other buffers.
+        assert!(one.history.iter().any(|h| h.alpha == 0.5), "{:?}", one.history);
+        // One thread: the caller's. Two: the caller's and, in each sweep, one spawned for it.
+        let me = std::thread::current().id();
+        assert_eq!(seen1.into_iter().collect::<Vec<_>>(), vec![me], "one thread differentiates: the caller");
+        assert!(seen2.len() >= 2 && seen2.contains(&me), "the caller and other threads differentiate: {seen2:?}");
+        assert_eq!(one.cost.to_bits(), two.cost.to_bits(), "warm {warm_start}: costs {} and {}", one.cost, two.cost);
+        assert_eq!(
+            (one.status, one.iterations, one.line_search_trials),
+            (two.status, two.iterations, two.line_search_trials)
+        );
+        assert_eq!((bits(&xs1), bits(&us1)), (bits(&xs2), bits(&us2)), "warm {warm_start}");
+        // The gains of the last backward pass, which on two threads ran beside the derivatives.
+        let gbits =
+            |g: &[nalgebra::DMatrix<f64>]| g.iter().flat_map(|m| m.iter().map(|x| x.to_bits())).collect::<Vec<_>>();
+        assert!(gbits(&gains1) == gbits(&gains2), "warm {warm_start}: gains");
+        assert_eq!(steps(&one), steps(&two), "warm {warm_start}");
+    }
 }
 
 /// A knot whose derivatives are not finite stops the solve (`NonFinite`) before its backward

@@ -117,6 +117,13 @@ pub trait ActionModel: Send + Sync {
     fn nonnegative_cost(&self) -> bool {
         false
     }
+    /// Whether `calc` depends on `(x, u)` alone, not on what `data` held before (a warm start
+    /// from the knot's previous solution would make it depend on that). DDP on more than one
+    /// thread may then roll out a line search's next trial into other buffers while the current
+    /// one runs (`ddp` module docs, "Threads"), with the same results. Default `false`.
+    fn history_free(&self) -> bool {
+        false
+    }
     /// `x (+) dx` on the state manifold.
     fn integrate(&self, x: &DVector<f64>, dx: &DVector<f64>, out: &mut DVector<f64>);
     /// `x1 (-) x0`: the tangent `dx` with `x0 (+) dx = x1`.
@@ -150,6 +157,9 @@ impl ActionModel for Lqr {
     }
     fn create_data(&self) -> ActionData {
         ActionData::new(self.nx(), self.ndx(), self.nu(), Box::new(()))
+    }
+    fn history_free(&self) -> bool {
+        true
     }
     fn calc(&self, d: &mut ActionData, x: &DVector<f64>, u: &DVector<f64>) {
         d.x_next = &self.a * x + &self.c;

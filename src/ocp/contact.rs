@@ -266,6 +266,11 @@ impl ActionModel for ContactAction {
     fn control_bounds(&self) -> Option<(&DVector<f64>, &DVector<f64>)> {
         (self.terminal.is_none()).then_some((&self.lower, &self.upper))
     }
+    /// Without `warm_start` each contact solve starts cold (see `calc`), so a knot's step
+    /// depends on `(x, u)` alone.
+    fn history_free(&self) -> bool {
+        !self.warm_start
+    }
     fn create_data(&self) -> ActionData {
         let m = &*self.model;
         let work = Work {

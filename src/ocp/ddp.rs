@@ -81,14 +81,25 @@
 //! for each sweep and joined: a pool's idle workers would go on spinning through the
 //! sequential rollout that follows, on a machine with no more cores than threads.
 //!
+//! A line search that rejects its first trial takes the next at half the step. On more than
+//! one thread, where every model's rollout depends on its state and control alone
+//! ([`ActionModel::history_free`]: no warm start from what a knot's buffers held before), the
+//! trial at `alpha / 2` is rolled out on another thread into a second set of trial buffers
+//! while the one at `alpha` runs, and the two are taken in order: the second is used only if
+//! the search would have tried it, and `Info::line_search_trials` counts the trials the search
+//! took, not the ones rolled out. An accepted first trial wastes the second (on a core that
+//! would have idled). With warm-started models a trial's solves start from the previous trial's
+//! and the trials run one at a time, as on one thread.
+//!
 //! Measured on the iteration of `examples/ddp_profile.rs` (`scenes/cito_raise.ron`, 30 knots,
-//! exact sensitivity), in interleaved runs of 400 solves: on two threads with the knots
-//! differentiated in two contiguous blocks and the backward pass after them, fastest 1.92-2.20
-//! ms, medians 2.22-2.67 ms (one thread: 2.29-2.36 and 2.60-2.80 ms); with the backward pass
-//! beside the derivatives, fastest 1.78-1.95 ms, medians 2.04-2.49 ms. Earlier, with a pool of
-//! two rayon workers instead of threads spawned per sweep, a criterion run took 3.29 ms against
-//! 2.42 ms on one thread (idle workers spin a while before they sleep; the likely cause, not
-//! measured).
+//! exact sensitivity, two line-search trials), in interleaved runs of 400 solves (scratch): on
+//! two threads with the knots differentiated in two contiguous blocks and the backward pass
+//! after them, medians 1.85-2.27 ms, fastest 1.80-2.01 ms; with the backward pass beside the
+//! derivatives 1.68-1.76 / 1.64-1.67 ms; with the trials in pairs as well 1.45-1.51 ms (one run
+//! of four 2.36), fastest 1.40-1.42 ms; one thread 2.09-2.33 / 2.04-2.11 ms throughout. Earlier,
+//! with a pool of two rayon workers instead of threads spawned per sweep, a criterion run took
+//! 3.29 ms against 2.42 ms on one thread (idle workers spin a while before they sleep; the
+//! likely cause, not measured).
 
 use super::action::{ActionData, ActionModel};
 use crate::linalg::gemm;
@@ -155,9 +166,9 @@ pub struct Settings {
     /// search starts from 1.
     pub adaptive_step: bool,
     /// Threads that differentiate the knots (each knot's `calc_diff` is independent of the
-    /// others'), with the first backward pass after them running beside them (module docs,
-    /// "Threads"); the rollouts are sequential. Default 1. The result does not depend on it, bit
-    /// for bit.
+    /// others'), with the first backward pass after them running beside them, and that roll out
+    /// a line search's trials two at a time where the models allow (module docs, "Threads");
+    /// each rollout is sequential. Default 1. The result does not depend on it, bit for bit.
     pub threads: usize,
 }
 
@@ -326,6 +337,8 @@ pub struct Ddp {
     /// put back if a knot's derivatives turn out not finite.
     k_backup: Vec<DVector<f64>>,
     gains_backup: Vec<DMatrix<f64>>,
+    /// The second trial buffers of line searches on more than one thread (made at first use).
+    spare: Option<Box<SpareTrial>>,
 }
 
 impl Ddp {
@@ -361,6 +374,7 @@ impl Ddp {
             bw: Backward::new(),
             k_backup,
             gains_backup,
+            spare: None,
             problem,
             settings,
         }
@@ -527,6 +541,11 @@ impl Ddp {
         // only raises mu, reuses them instead of differentiating the same knots again.
         let mut differentiated = false;
         let mut rejected_in_row = 0;
+        // Two line-search trials at a time on more than one thread, where a knot's rollout
+        // depends on its state and control alone (module docs, "Threads").
+        let pair_trials = self.settings.threads > 1
+            && self.problem.terminal.history_free()
+            && self.problem.running.iter().all(|m| m.history_free());
         for it in 0..self.settings.max_iterations {
             let started = Instant::now();
             if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
@@ -576,16 +595,30 @@ impl Ddp {
             let mut accepted = None;
             // Cost changes of the two previous trials (steps 4 alpha and 2 alpha).
             let mut before: [Option<f64>; 2] = [None, None];
+            // The trial at half the step, rolled out into the spare buffers beside the last one.
+            let mut pending: Option<(f64, Option<f64>)> = None;
             while alpha >= self.settings.alpha_min {
                 let expected = -(alpha * self.d1 + 0.5 * alpha * alpha * self.d2);
                 let mut change = None;
                 info.line_search_trials += 1;
-                if let Some(cost) = self.forward(alpha, abort_above) {
+                let (result, spare) = match pending.take() {
+                    Some((a, result)) if a == alpha => (result, true),
+                    _ if pair_trials && 0.5 * alpha >= self.settings.alpha_min => {
+                        let (first, second) = self.forward_pair(alpha, abort_above);
+                        pending = Some((0.5 * alpha, second));
+                        (first, false)
+                    }
+                    _ => (self.forward(alpha, abort_above), false),
+                };
+                if let Some(cost) = result {
                     let actual = cost0 - cost;
                     if actual.is_finite()
                         && (actual >= self.settings.armijo * expected)
                         && actual >= -1e-14 * cost0.abs()
                     {
+                        if spare {
+                            self.take_spare_trial();
+                        }
                         accepted = Some((alpha, expected, actual, cost));
                         break;
                     }
@@ -815,32 +848,119 @@ impl Ddp {
     /// model failed or produced non-finite numbers, or the running cost passed `abort_above`
     /// (which only non-negative costs make safe: the trial can only end above it).
     fn forward(&mut self, alpha: f64, abort_above: f64) -> Option<f64> {
-        let p = &self.problem;
-        let t = p.horizon();
-        self.xs_try[0].copy_from(&p.x0);
-        let mut dx = DVector::zeros(0);
-        let mut cost = 0.0;
-        for i in 0..t {
-            let m = &p.running[i];
-            m.difference(&self.xs[i], &self.xs_try[i], &mut dx);
-            let mut u = &self.us[i] + alpha * &self.k[i] + &self.gains[i] * &dx;
-            clamp(m.as_ref(), &mut u);
-            self.us_try[i] = u;
-            m.calc(&mut self.try_data[i], &self.xs_try[i], &self.us_try[i]);
-            let d = &self.try_data[i];
-            if !d.ok || !d.cost.is_finite() || !d.x_next.iter().all(|x| x.is_finite()) {
-                return None;
-            }
-            cost += d.cost;
-            if cost > abort_above {
-                return None;
-            }
-            self.xs_try[i + 1] = d.x_next.clone();
-        }
-        p.terminal.calc(&mut self.try_terminal, &self.xs_try[t], &DVector::zeros(0));
-        cost += self.try_terminal.cost;
-        cost.is_finite().then_some(cost)
+        let Ddp { problem, xs, us, k, gains, xs_try, us_try, try_data, try_terminal, .. } = self;
+        let trial = Trial { xs: xs_try, us: us_try, data: try_data, terminal: try_terminal };
+        forward(problem, xs, us, k, gains, alpha, abort_above, trial)
     }
+
+    /// [`Ddp::forward`] at `alpha` on this thread, and at `alpha / 2` into the spare trial
+    /// buffers on another (module docs, "Threads"): the two trials a line search takes in a row
+    /// when it rejects the first.
+    fn forward_pair(&mut self, alpha: f64, abort_above: f64) -> (Option<f64>, Option<f64>) {
+        let Ddp { problem, xs, us, k, gains, xs_try, us_try, try_data, try_terminal, spare, .. } = self;
+        let spare = spare.get_or_insert_with(|| Box::new(SpareTrial::new(problem)));
+        let (p, xs, us, k, gains) = (&*problem, &*xs, &*us, &*k, &*gains);
+        let second_trial = |s: &mut SpareTrial| forward(p, xs, us, k, gains, 0.5 * alpha, abort_above, s.trial());
+        let (first, second) = std::thread::scope(|scope| {
+            let second = std::thread::Builder::new().spawn_scoped(scope, || second_trial(spare));
+            let first = forward(
+                p,
+                xs,
+                us,
+                k,
+                gains,
+                alpha,
+                abort_above,
+                Trial { xs: xs_try, us: us_try, data: try_data, terminal: try_terminal },
+            );
+            // `None`: no thread to be had.
+            (first, second.ok().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))))
+        });
+        (first, second.unwrap_or_else(|| second_trial(spare)))
+    }
+
+    /// Makes the spare trial buffers the trial ones (a second trial of [`Ddp::forward_pair`]
+    /// was accepted).
+    fn take_spare_trial(&mut self) {
+        if let Some(s) = self.spare.as_deref_mut() {
+            std::mem::swap(&mut self.xs_try, &mut s.xs);
+            std::mem::swap(&mut self.us_try, &mut s.us);
+            std::mem::swap(&mut self.try_data, &mut s.data);
+            std::mem::swap(&mut self.try_terminal, &mut s.terminal);
+        }
+    }
+}
+
+/// The buffers a forward pass writes: states, controls and knot data.
+struct Trial<'a> {
+    xs: &'a mut [DVector<f64>],
+    us: &'a mut [DVector<f64>],
+    data: &'a mut [ActionData],
+    terminal: &'a mut ActionData,
+}
+
+/// A second set of trial buffers, for the trial [`Ddp::forward_pair`] runs on another thread.
+#[derive(Clone)]
+struct SpareTrial {
+    xs: Vec<DVector<f64>>,
+    us: Vec<DVector<f64>>,
+    data: Vec<ActionData>,
+    terminal: ActionData,
+}
+
+impl SpareTrial {
+    fn trial(&mut self) -> Trial<'_> {
+        Trial { xs: &mut self.xs, us: &mut self.us, data: &mut self.data, terminal: &mut self.terminal }
+    }
+
+    fn new(p: &ShootingProblem) -> Self {
+        Self {
+            xs: vec![p.x0.clone(); p.horizon() + 1],
+            us: p.running.iter().map(|m| DVector::zeros(m.nu())).collect(),
+            data: p.running.iter().map(|m| m.create_data()).collect(),
+            terminal: p.terminal.create_data(),
+        }
+    }
+}
+
+/// The forward pass of [`Ddp::forward`]: the controls `us + alpha k + K (x (-) xs)` rolled out
+/// from `x0` into `trial`, with the trial cost.
+#[allow(clippy::too_many_arguments)]
+fn forward(
+    p: &ShootingProblem,
+    xs: &[DVector<f64>],
+    us: &[DVector<f64>],
+    k: &[DVector<f64>],
+    gains: &[DMatrix<f64>],
+    alpha: f64,
+    abort_above: f64,
+    trial: Trial<'_>,
+) -> Option<f64> {
+    let t = p.horizon();
+    let Trial { xs: xs_try, us: us_try, data: try_data, terminal: try_terminal } = trial;
+    xs_try[0].copy_from(&p.x0);
+    let mut dx = DVector::zeros(0);
+    let mut cost = 0.0;
+    for i in 0..t {
+        let m = &p.running[i];
+        m.difference(&xs[i], &xs_try[i], &mut dx);
+        let mut u = &us[i] + alpha * &k[i] + &gains[i] * &dx;
+        clamp(m.as_ref(), &mut u);
+        us_try[i] = u;
+        m.calc(&mut try_data[i], &xs_try[i], &us_try[i]);
+        let d = &try_data[i];
+        if !d.ok || !d.cost.is_finite() || !d.x_next.iter().all(|x| x.is_finite()) {
+            return None;
+        }
+        cost += d.cost;
+        if cost > abort_above {
+            return None;
+        }
+        xs_try[i + 1] = d.x_next.clone();
+    }
+    p.terminal.calc(try_terminal, &xs_try[t], &DVector::zeros(0));
+    cost += try_terminal.cost;
+    cost.is_finite().then_some(cost)
 }
 
 /// One knot of the backward pass at regularization `mu`: from the next knot's value function in
