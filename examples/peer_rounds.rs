@@ -10,11 +10,17 @@
 //! cargo run --release --no-default-features --example peer_rounds
 //! ```
 //!
+//! It also times one DDP iteration, `examples/ddp_profile.rs`'s (`scenes/cito_raise.ron`, 30
+//! knots of 10 ms, exact sensitivity), on one and on two threads (`ddp::Settings::threads`),
+//! for issue 21's target of 1.5 ms.
+//!
 //! Each time is the median over blocks (a block: many calls, its mean per call). With
 //! `--count N` it runs N steps and N relaxed and N exact Jacobians, each batch in a function of
 //! its own, for an instruction counter (`benches/peers/count_instructions.py`).
 
 use contactlab::diff::transition::{transition_jacobians, Sensitivity, TransitionWorkspace};
+use contactlab::ocp::cito::CitoSettings;
+use contactlab::ocp::{Ddp, Settings};
 use contactlab::scene::Scene;
 use contactlab::sim::Simulation;
 use nalgebra::{DMatrix, DVector};
@@ -148,6 +154,20 @@ fn main() {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
         let s = median_us(5, 1, || assert_eq!(pool.install(|| batch(&sim)), 64 * 250));
         rollouts.insert(format!("rollouts_64x250_{threads}_threads_steps_per_s"), (64.0 * 250.0 / (s * 1e-6)).into());
+    }
+    // One DDP iteration from the same start each time (`benches/ddp.rs` times the same step of
+    // the solver on its own problem), on one and two threads.
+    let raise = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/cito_raise.ron")).expect("scene");
+    let mut cito = CitoSettings { iterations: 1, ..raise.cito_settings().expect("cito section") };
+    cito.set_sensitivity(Sensitivity::Exact);
+    let problem = raise.cito_problem(&cito).expect("cito problem");
+    let guess = vec![problem.u_guess.clone(); problem.knots];
+    for threads in [1, 2] {
+        let mut ddp = Ddp::new(problem.shooting(), Settings { max_iterations: 1, threads, ..Default::default() });
+        let us = median_us(7, 20, || {
+            black_box(ddp.solve(Some(&guess), None).cost);
+        });
+        rollouts.insert(format!("ddp_iteration_{threads}_threads_ms"), (1e-3 * us).into());
     }
     let mut out = serde_json::json!({
         "step_us": step_us,

@@ -468,6 +468,23 @@ fn the_paired_rounds_table_is_the_committed_run() {
         );
         assert!(readme.lines().any(|l| l.trim() == row), "README lacks the paired row\n{row}");
     }
+    // The DDP iteration's times against their target (ours alone, in the same rounds).
+    for (key, field, label) in [
+        ("ddp_iteration_1_thread_ms", "ddp_iteration_1_threads_ms", "ContactLab's DDP iteration (30 knots), 1 thread"),
+        ("ddp_iteration_2_threads_ms", "ddp_iteration_2_threads_ms", "the same, 2 threads"),
+    ] {
+        let e = &p["targets"][key];
+        let t = f(e, "target_below");
+        let counted = rounds.iter().filter(|r| f(&r["ours"], field) < t).count() as u64;
+        assert_eq!(e["rounds_meeting_target"].as_u64(), Some(counted), "{key}");
+        let row = format!(
+            "| {label} | {:.2} ms | {:.2} to {:.2} ms | {counted}/{n} | < {t:.2} ms |",
+            f(e, "median"),
+            f(e, "min"),
+            f(e, "max")
+        );
+        assert!(readme.lines().any(|l| l.trim() == row), "README lacks the paired row\n{row}");
+    }
 }
 
 /// The instruction counts against MuJoCo (`scripts/reproduce perfcount`,

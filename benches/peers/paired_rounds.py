@@ -5,11 +5,13 @@ This machine's clock drifts by up to a third within minutes (a bench run three m
 another moved rows by 35 %), so a ratio of ContactLab's criterion medians to MuJoCo's times
 taken minutes later can be off by as much. Here every round times ContactLab
 (`examples/peer_rounds.rs`: the standing quadruped's step, its relaxed and exact transition
-Jacobians, 64 rollouts of 0.5 s on 1 and 2 threads, each the median of several blocks) and
+Jacobians, 64 rollouts of 0.5 s on 1 and 2 threads and one DDP iteration on 1 and 2 threads,
+each the median of several blocks) and
 MuJoCo on the same robot (`mj_step` through a one-thread rollout, `mjd_transitionFD` forward,
 the same 64 rollouts on 1 and 2 threads) within a few seconds, alternating which goes first, and
 forms the ratios within the round. The file keeps every round and, per ratio, the median and
-range over the rounds and how many rounds met the issue's target.
+range over the rounds and how many rounds met the issue's target, and the same for the DDP
+iteration's time against its target of 1.5 ms.
 
     python3 benches/peers/paired_rounds.py --bin target/release/examples/peer_rounds \
         --out docs/results/perf/paired.json [--rounds 15]
@@ -50,6 +52,14 @@ RATIOS = {
         None,
         False,
     ),
+}
+
+# Times of ours with an upper target (`examples/peer_rounds.rs`: one DDP iteration of
+# `examples/ddp_profile.rs` on 1 and 2 threads, ms): name: (key, target); a round meets it
+# below the target.
+TIMES = {
+    "ddp_iteration_1_thread_ms": ("ddp_iteration_1_threads_ms", 1.5),
+    "ddp_iteration_2_threads_ms": ("ddp_iteration_2_threads_ms", 1.5),
 }
 
 
@@ -108,6 +118,16 @@ def main():
             entry["target_is_upper_bound"] = at_most
             entry["rounds_meeting_target"] = sum((x <= target) if at_most else (x >= target) for x in v)
         summary[k] = entry
+    targets = {}
+    for k, (key, target) in TIMES.items():
+        v = [row["ours"][key] for row in rounds]
+        targets[k] = {
+            "median": float(np.median(v)),
+            "min": float(min(v)),
+            "max": float(max(v)),
+            "target_below": target,
+            "rounds_meeting_target": sum(x < target for x in v),
+        }
     times = {}
     for side in ("ours", "mujoco"):
         for key in rounds[0][side]:
@@ -118,6 +138,7 @@ def main():
         "mujoco_version": mujoco.__version__,
         "rounds": args.rounds,
         "ratios": summary,
+        "targets": targets,
         "times": times,
         "per_round": rounds,
         "machine": peers.stamp(),
