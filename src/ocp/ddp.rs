@@ -96,10 +96,10 @@
 //! two threads with the knots differentiated in two contiguous blocks and the backward pass
 //! after them, medians 1.85-2.27 ms, fastest 1.80-2.01 ms; with the backward pass beside the
 //! derivatives 1.68-1.76 / 1.64-1.67 ms; with the trials in pairs as well 1.45-1.51 ms (one run
-//! of four 2.36), fastest 1.40-1.42 ms; one thread 2.09-2.33 / 2.04-2.11 ms throughout. Earlier,
-//! with a pool of two rayon workers instead of threads spawned per sweep, a criterion run took
-//! 3.29 ms against 2.42 ms on one thread (idle workers spin a while before they sleep; the
-//! likely cause, not measured).
+//! of four 2.36), fastest 1.40-1.42 ms (1.68 in that run); one thread 2.09-2.33 / 2.04-2.11 ms
+//! throughout. Earlier, with a pool of two rayon workers instead of threads spawned per sweep, a
+//! criterion run took 3.29 ms against 2.42 ms on one thread (idle workers spin a while before
+//! they sleep; the likely cause, not measured).
 
 use super::action::{ActionData, ActionModel};
 use crate::linalg::gemm;
