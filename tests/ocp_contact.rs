@@ -230,45 +230,74 @@ impl ActionModel for OnThreads {
     }
 }
 
+/// The raise of the threads tests: the settled stance with 10 ms knots, the relaxed sensitivity
+/// and the joint PD's control as every knot's guess.
+struct Raise {
+    sim: Simulation,
+    cost: PoseCost,
+    sensitivity: Sensitivity,
+    u: DVector<f64>,
+}
+
+impl Raise {
+    fn new() -> Self {
+        let mut sim = stance();
+        sim.settings.dt = 0.01;
+        let cost = cost(&sim, 0.04);
+        let (mut u, mut damping) = (DVector::zeros(sim.model.nu), DVector::zeros(sim.model.nu));
+        sim.controller.compute(&sim.model, sim.q.as_slice(), sim.v.as_slice(), 0.01, &mut u, &mut damping);
+        Self { sim, cost, sensitivity: Sensitivity::Relaxed { kappa: 1e-3, delta: 1e-2 }, u }
+    }
+
+    fn action(&self, terminal: Option<f64>) -> ContactAction {
+        let s = &self.sim;
+        ContactAction::new(
+            s.model.clone(),
+            s.terrain.clone(),
+            s.settings,
+            self.sensitivity,
+            self.cost.clone(),
+            terminal,
+        )
+    }
+
+    /// From the stance, with these running models and the raise's terminal.
+    fn problem(&self, running: Vec<Arc<dyn ActionModel>>) -> ShootingProblem {
+        let (nq, nv) = (self.sim.model.nq, self.sim.model.nv);
+        let mut x0 = DVector::zeros(nq + nv);
+        x0.rows_mut(0, nq).copy_from(&self.sim.q);
+        x0.rows_mut(nq, nv).copy_from(&self.sim.v);
+        ShootingProblem { x0, running, terminal: Arc::new(self.action(Some(200.0))) }
+    }
+}
+
+/// The bits of a list of matrices, for comparing solves bit for bit.
+fn bits(m: &[nalgebra::DMatrix<f64>]) -> Vec<u64> {
+    m.iter().flat_map(|m| m.iter().map(|x| x.to_bits())).collect()
+}
+
 /// `Settings::threads`: the knots are differentiated on that many threads, the first backward
 /// pass after them runs beside them, and the solve is the same bit for bit (each knot's
 /// derivatives depend on that knot alone; the backward pass takes the knots in the same order).
 #[test]
 fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
-    let mut sim = stance();
-    sim.settings.dt = 0.01;
-    let m = sim.model.clone();
-    let (nq, nv) = (m.nq, m.nv);
-    let c = cost(&sim, 0.04);
-    let sensitivity = Sensitivity::Relaxed { kappa: 1e-3, delta: 1e-2 };
-    let mut u = DVector::zeros(m.nu);
-    let mut damping = DVector::zeros(m.nu);
-    sim.controller.compute(&m, sim.q.as_slice(), sim.v.as_slice(), 0.01, &mut u, &mut damping);
+    let raise = Raise::new();
     let knots = 30;
     let solve = |threads: usize, warm_start: bool| {
         let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
-        let mut action = ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, sensitivity, c.clone(), None);
+        let mut action = raise.action(None);
         action.warm_start = warm_start;
         let inner: Arc<dyn ActionModel> = Arc::new(action);
         let running: Arc<dyn ActionModel> = Arc::new(OnThreads { inner, seen: seen.clone(), poison: None });
-        let terminal = Arc::new(ContactAction::new(
-            m.clone(),
-            sim.terrain.clone(),
-            sim.settings,
-            sensitivity,
-            c.clone(),
-            Some(200.0),
-        ));
-        let mut x0 = DVector::zeros(nq + nv);
-        x0.rows_mut(0, nq).copy_from(&sim.q);
-        x0.rows_mut(nq, nv).copy_from(&sim.v);
-        let p = ShootingProblem { x0, running: vec![running; knots], terminal };
-        let mut ddp = Ddp::new(p, Settings { max_iterations: 4, threads, ..Default::default() });
-        let info = ddp.solve(Some(&vec![u.clone(); knots]), None);
+        let mut ddp = Ddp::new(
+            raise.problem(vec![running; knots]),
+            Settings { max_iterations: 4, threads, ..Default::default() },
+        );
+        let info = ddp.solve(Some(&vec![raise.u.clone(); knots]), None);
         let seen = seen.lock().unwrap().clone();
         (info, ddp.xs.clone(), ddp.us.clone(), ddp.gains().to_vec(), seen)
     };
-    let bits = |v: &[DVector<f64>]| v.iter().flat_map(|x| x.iter().map(|e| e.to_bits())).collect::<Vec<_>>();
+    let vbits = |v: &[DVector<f64>]| v.iter().flat_map(|x| x.iter().map(|e| e.to_bits())).collect::<Vec<_>>();
     // Every iteration's step, regularization and improvements (all but the wall time).
     let steps = |info: &contactlab::ocp::Info| {
         info.history.iter().map(|h| [h.cost, h.expected, h.actual, h.mu, h.alpha].map(f64::to_bits)).collect::<Vec<_>>()
@@ -291,11 +320,9 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
             (one.status, one.iterations, one.line_search_trials),
             (two.status, two.iterations, two.line_search_trials)
         );
-        assert_eq!((bits(&xs1), bits(&us1)), (bits(&xs2), bits(&us2)), "warm {warm_start}");
+        assert_eq!((vbits(&xs1), vbits(&us1)), (vbits(&xs2), vbits(&us2)), "warm {warm_start}");
         // The gains of the last backward pass, which on two threads ran beside the derivatives.
-        let gbits =
-            |g: &[nalgebra::DMatrix<f64>]| g.iter().flat_map(|m| m.iter().map(|x| x.to_bits())).collect::<Vec<_>>();
-        assert!(gbits(&gains1) == gbits(&gains2), "warm {warm_start}: gains");
+        assert!(bits(&gains1) == bits(&gains2), "warm {warm_start}: gains");
         assert_eq!(steps(&one), steps(&two), "warm {warm_start}");
     }
 }
@@ -306,42 +333,20 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
 /// gains as they were, bit for bit.
 #[test]
 fn ddp_on_threads_puts_the_gains_back_when_a_knot_is_not_finite() {
-    let mut sim = stance();
-    sim.settings.dt = 0.01;
-    let m = sim.model.clone();
-    let (nq, nv) = (m.nq, m.nv);
-    let c = cost(&sim, 0.04);
-    let sensitivity = Sensitivity::Relaxed { kappa: 1e-3, delta: 1e-2 };
-    let mut u = DVector::zeros(m.nu);
-    let mut damping = DVector::zeros(m.nu);
-    sim.controller.compute(&m, sim.q.as_slice(), sim.v.as_slice(), 0.01, &mut u, &mut damping);
+    let raise = Raise::new();
     let (knots, bad) = (30, 10);
-    let bits = |g: &[nalgebra::DMatrix<f64>]| g.iter().flat_map(|m| m.iter().map(|x| x.to_bits())).collect::<Vec<_>>();
     for threads in [1, 2] {
         let poison = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
-        let inner: Arc<dyn ActionModel> =
-            Arc::new(ContactAction::new(m.clone(), sim.terrain.clone(), sim.settings, sensitivity, c.clone(), None));
+        let inner: Arc<dyn ActionModel> = Arc::new(raise.action(None));
         let running: Vec<Arc<dyn ActionModel>> = (0..knots)
             .map(|i| {
                 let poison = (i == bad).then(|| poison.clone());
                 Arc::new(OnThreads { inner: inner.clone(), seen: seen.clone(), poison }) as Arc<dyn ActionModel>
             })
             .collect();
-        let terminal = Arc::new(ContactAction::new(
-            m.clone(),
-            sim.terrain.clone(),
-            sim.settings,
-            sensitivity,
-            c.clone(),
-            Some(200.0),
-        ));
-        let mut x0 = DVector::zeros(nq + nv);
-        x0.rows_mut(0, nq).copy_from(&sim.q);
-        x0.rows_mut(nq, nv).copy_from(&sim.v);
-        let p = ShootingProblem { x0, running, terminal };
-        let mut ddp = Ddp::new(p, Settings { max_iterations: 2, threads, ..Default::default() });
-        let guess = vec![u.clone(); knots];
+        let mut ddp = Ddp::new(raise.problem(running), Settings { max_iterations: 2, threads, ..Default::default() });
+        let guess = vec![raise.u.clone(); knots];
         let first = ddp.solve(Some(&guess), None);
         assert!(first.iterations == 2 && first.cost.is_finite(), "{first:?}");
         let before = bits(ddp.gains());

@@ -326,9 +326,8 @@ pub struct Ddp {
     us_try: Vec<DVector<f64>>,
     try_data: Vec<ActionData>,
     try_terminal: ActionData,
-    /// Expected improvement terms `sum k^T Q_u`, `sum k^T Q_uu k` of the last backward pass.
-    d1: f64,
-    d2: f64,
+    /// Expected improvement terms `[sum k^T Q_u, sum k^T Q_uu k]` of the last backward pass.
+    d: [f64; 2],
     pub mu: f64,
     /// Step length of the last accepted line search, kept across solves (`adaptive_step`).
     last_alpha: Option<f64>,
@@ -367,8 +366,7 @@ impl Ddp {
             gains,
             try_data,
             try_terminal,
-            d1: 0.0,
-            d2: 0.0,
+            d: [0.0; 2],
             mu: settings.mu_init,
             last_alpha: None,
             bw: Backward::new(),
@@ -575,7 +573,7 @@ impl Ddp {
                     return info;
                 }
             }
-            let expected_full = -(self.d1 + 0.5 * self.d2);
+            let expected_full = -(self.d[0] + 0.5 * self.d[1]);
             let relative = self.settings.relative_tolerance.map_or(0.0, |r| r * info.cost.abs());
             if expected_full.abs() <= self.settings.tolerance.max(relative) {
                 info.status = Status::Converged;
@@ -598,7 +596,7 @@ impl Ddp {
             // The trial at half the step, rolled out into the spare buffers beside the last one.
             let mut pending: Option<(f64, Option<f64>)> = None;
             while alpha >= self.settings.alpha_min {
-                let expected = -(alpha * self.d1 + 0.5 * alpha * alpha * self.d2);
+                let expected = -(alpha * self.d[0] + 0.5 * alpha * alpha * self.d[1]);
                 let mut change = None;
                 info.line_search_trials += 1;
                 let (result, spare) = match pending.take() {
@@ -689,9 +687,9 @@ impl Ddp {
             self.differentiate_running();
             return None;
         }
-        let (d1_before, d2_before) = (self.d1, self.d2);
+        let d_before = self.d;
         self.backward_begin();
-        let Ddp { problem, xs, us, data, bw, k, gains, mu, d1, d2, k_backup, gains_backup, .. } = self;
+        let Ddp { problem, xs, us, data, bw, k, gains, mu, d, k_backup, gains_backup, .. } = self;
         let (running, xs, us, mu) = (&problem.running, &*xs, &*us, *mu);
         // Knots are claimed from the last down (the backward pass's order): those below `next`
         // are unclaimed. A knot's cell is locked by the thread differentiating it, then by the
@@ -724,20 +722,12 @@ impl Ddp {
                     let i = lowest - 1;
                     match state[i].load(Ordering::Acquire) {
                         KNOT_FINITE => {
-                            let d = cells[i].lock().unwrap_or_else(|e| e.into_inner());
+                            let knot_data = cells[i].lock().unwrap_or_else(|e| e.into_inner());
                             k_backup[i].clone_from(&k[i]);
                             gains_backup[i].clone_from(&gains[i]);
-                            failed = !backward_knot(
-                                bw,
-                                &d,
-                                running[i].as_ref(),
-                                &us[i],
-                                mu,
-                                &mut k[i],
-                                &mut gains[i],
-                                d1,
-                                d2,
-                            );
+                            let (m, u) = (running[i].as_ref(), &us[i]);
+                            let knot = Knot { d: &knot_data, m, u, k: &mut k[i], gain: &mut gains[i] };
+                            failed = !backward_knot(bw, knot, mu, d);
                             lowest = i;
                             continue;
                         }
@@ -770,10 +760,10 @@ impl Ddp {
                 k[i].clone_from(&k_backup[i]);
                 gains[i].clone_from(&gains_backup[i]);
             }
-            (*d1, *d2) = (d1_before, d2_before);
+            *d = d_before;
             return None;
         }
-        Some(!failed && d1.is_finite() && d2.is_finite())
+        Some(!failed && d.iter().all(|x| x.is_finite()))
     }
 
     /// `calc_diff` of every running knot along the current trajectory, on `settings.threads`
@@ -822,21 +812,21 @@ impl Ddp {
     fn backward(&mut self) -> bool {
         self.backward_begin();
         for i in (0..self.problem.horizon()).rev() {
-            let Ddp { problem, data, bw, k, gains, us, mu, d1, d2, .. } = self;
-            if !backward_knot(bw, &data[i], problem.running[i].as_ref(), &us[i], *mu, &mut k[i], &mut gains[i], d1, d2)
-            {
+            let Ddp { problem, data, bw, k, gains, us, mu, d, .. } = self;
+            let knot =
+                Knot { d: &data[i], m: problem.running[i].as_ref(), u: &us[i], k: &mut k[i], gain: &mut gains[i] };
+            if !backward_knot(bw, knot, *mu, d) {
                 return false;
             }
         }
-        self.d1.is_finite() && self.d2.is_finite()
+        self.d.iter().all(|x| x.is_finite())
     }
 
     /// The backward pass's start: the terminal value function, no expected improvement yet.
     fn backward_begin(&mut self) {
         self.bw.vx.clone_from(&self.terminal_data.lx);
         self.bw.vxx.clone_from(&self.terminal_data.lxx);
-        self.d1 = 0.0;
-        self.d2 = 0.0;
+        self.d = [0.0; 2];
     }
 
     /// Whether every model's cost is non-negative ([`ActionModel::nonnegative_cost`]).
@@ -963,52 +953,27 @@ fn forward(
     cost.is_finite().then_some(cost)
 }
 
+/// One knot of the backward pass: its data and model, its control and what the pass writes for
+/// it, the feedforward step `k` (the box QP's warm start on entry) and the feedback gain.
+struct Knot<'a> {
+    d: &'a ActionData,
+    m: &'a dyn ActionModel,
+    u: &'a DVector<f64>,
+    k: &'a mut DVector<f64>,
+    gain: &'a mut DMatrix<f64>,
+}
+
 /// One knot of the backward pass at regularization `mu`: from the next knot's value function in
-/// `w` to this knot's (left in `w`), its feedforward step `k_knot` (the box QP's warm start on
-/// entry) and feedback gain, and its terms of the expected improvement added to `d1`, `d2`;
-/// `false` if `Q_uu` is not positive definite.
-#[allow(clippy::too_many_arguments)]
-fn backward_knot(
-    w: &mut Backward,
-    d: &ActionData,
-    m: &dyn ActionModel,
-    u: &DVector<f64>,
-    mu: f64,
-    k_knot: &mut DVector<f64>,
-    gain: &mut DMatrix<f64>,
-    d1: &mut f64,
-    d2: &mut f64,
-) -> bool {
+/// `w` to this knot's (left in `w`), the knot's step and gain, and its terms of the expected
+/// improvement added to `d`; `false` if `Q_uu` is not positive definite.
+fn backward_knot(w: &mut Backward, knot: Knot<'_>, mu: f64, d: &mut [f64; 2]) -> bool {
     // Its Cholesky factor and solves are inlined into the AVX2 copy.
-    crate::linalg::avx2_dispatch!(
-        backward_knot_body,
-        (
-            w: &mut Backward,
-            d: &ActionData,
-            m: &dyn ActionModel,
-            u: &DVector<f64>,
-            mu: f64,
-            k_knot: &mut DVector<f64>,
-            gain: &mut DMatrix<f64>,
-            d1: &mut f64,
-            d2: &mut f64,
-        ) -> bool
-    )
+    crate::linalg::avx2_dispatch!(backward_knot_body, (w: &mut Backward, knot: Knot<'_>, mu: f64, d: &mut [f64; 2]) -> bool)
 }
 
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn backward_knot_body(
-    w: &mut Backward,
-    d: &ActionData,
-    m: &dyn ActionModel,
-    u: &DVector<f64>,
-    mu: f64,
-    k_knot: &mut DVector<f64>,
-    gain: &mut DMatrix<f64>,
-    d1: &mut f64,
-    d2: &mut f64,
-) -> bool {
+fn backward_knot_body(w: &mut Backward, knot: Knot<'_>, mu: f64, expected: &mut [f64; 2]) -> bool {
+    let Knot { d, m, u, k: k_knot, gain } = knot;
     let (nu, ndx) = (m.nu(), m.ndx());
     w.shape(ndx, nu);
     w.qx.copy_from(&d.lx);
@@ -1075,8 +1040,8 @@ fn backward_knot_body(
         }
     }
     w.quu_k.gemv(1.0, &w.quu, &k, 0.0);
-    *d1 += k.dot(&w.qu);
-    *d2 += k.dot(&w.quu_k);
+    expected[0] += k.dot(&w.qu);
+    expected[1] += k.dot(&w.quu_k);
     // V_x = Q_x + K^T (Q_uu k + Q_u) + Q_ux^T k
     gain.transpose_to(&mut w.gt);
     w.quu_k += &w.qu;
