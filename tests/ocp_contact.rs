@@ -186,11 +186,13 @@ fn joint_range_cost_penalizes_joints_beyond_their_ranges() {
 }
 
 /// A running model that records which threads differentiate it, and whose derivatives can be
-/// made not finite (`poison`).
+/// made not finite (`poison`), or whose differentiation panics on any thread but one
+/// (`panics_off`).
 struct OnThreads {
     inner: Arc<dyn ActionModel>,
     seen: Arc<std::sync::Mutex<std::collections::HashSet<std::thread::ThreadId>>>,
     poison: Option<Arc<std::sync::atomic::AtomicBool>>,
+    panics_off: Option<std::thread::ThreadId>,
 }
 
 impl ActionModel for OnThreads {
@@ -217,6 +219,8 @@ impl ActionModel for OnThreads {
     }
     fn calc_diff(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
         self.seen.lock().unwrap().insert(std::thread::current().id());
+        let here = std::thread::current().id();
+        assert!(self.panics_off.is_none_or(|t| t == here), "this model panics off its thread");
         self.inner.calc_diff(d, x, u);
         if self.poison.as_ref().is_some_and(|p| p.load(std::sync::atomic::Ordering::Relaxed)) {
             d.fx[(0, 0)] = f64::NAN;
@@ -288,7 +292,8 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
         let mut action = raise.action(None);
         action.warm_start = warm_start;
         let inner: Arc<dyn ActionModel> = Arc::new(action);
-        let running: Arc<dyn ActionModel> = Arc::new(OnThreads { inner, seen: seen.clone(), poison: None });
+        let running: Arc<dyn ActionModel> =
+            Arc::new(OnThreads { inner, seen: seen.clone(), poison: None, panics_off: None });
         let mut ddp = Ddp::new(
             raise.problem(vec![running; knots]),
             Settings { max_iterations: 4, threads, ..Default::default() },
@@ -342,7 +347,8 @@ fn ddp_on_threads_puts_the_gains_back_when_a_knot_is_not_finite() {
         let running: Vec<Arc<dyn ActionModel>> = (0..knots)
             .map(|i| {
                 let poison = (i == bad).then(|| poison.clone());
-                Arc::new(OnThreads { inner: inner.clone(), seen: seen.clone(), poison }) as Arc<dyn ActionModel>
+                Arc::new(OnThreads { inner: inner.clone(), seen: seen.clone(), poison, panics_off: None })
+                    as Arc<dyn ActionModel>
             })
             .collect();
         let mut ddp = Ddp::new(raise.problem(running), Settings { max_iterations: 2, threads, ..Default::default() });
@@ -356,4 +362,31 @@ fn ddp_on_threads_puts_the_gains_back_when_a_knot_is_not_finite() {
         assert_eq!(second.status, Status::NonFinite, "threads {threads}");
         assert!(before == bits(ddp.gains()), "threads {threads}: the gains changed");
     }
+}
+
+/// A model that panics while a knot is differentiated on two threads: the panic reaches the
+/// caller of the solve (as on one thread), and the backward pass running beside the derivatives
+/// does not wait forever for that knot. The models panic on the helper thread only, at its first
+/// knot, which the backward pass reaches (it takes every knot from the last down).
+#[test]
+fn ddp_on_threads_passes_a_models_panic_on_instead_of_waiting_for_its_knot() {
+    let raise = Arc::new(Raise::new());
+    let knots = 30;
+    let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    let (done, finished) = std::sync::mpsc::channel();
+    let (r, s) = (raise.clone(), seen.clone());
+    std::thread::spawn(move || {
+        let inner: Arc<dyn ActionModel> = Arc::new(r.action(None));
+        let caller = Some(std::thread::current().id());
+        let model = OnThreads { inner, seen: s, poison: None, panics_off: caller };
+        let problem = r.problem(vec![Arc::new(model); knots]);
+        let mut ddp = Ddp::new(problem, Settings { max_iterations: 1, threads: 2, ..Default::default() });
+        let guess = vec![r.u.clone(); knots];
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ddp.solve(Some(&guess), None)));
+        let _ = done.send(outcome.is_err());
+    });
+    let panicked = finished.recv_timeout(std::time::Duration::from_secs(120)).expect("the solve did not return");
+    // The helper thread differentiated (and so panicked) unless the caller took every knot first.
+    let helped = seen.lock().unwrap_or_else(|e| e.into_inner()).len() > 1;
+    assert_eq!(panicked, helped, "panicked {panicked}, helper thread seen {helped}");
 }

@@ -700,9 +700,18 @@ impl Ddp {
         let claim = || next.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).ok().map(|n| n - 1);
         let differentiate_knot = |i: usize| {
             let mut d = cells[i].lock().unwrap_or_else(|e| e.into_inner());
-            running[i].calc_diff(&mut d, &xs[i], &us[i]);
-            let good = d.ok && finite_data(&d);
+            // A model that panics marks its knot done (not finite) before the panic goes on, so
+            // that the backward pass does not wait for it; the panic reaches the caller when
+            // the threads are joined.
+            let differentiated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                running[i].calc_diff(&mut d, &xs[i], &us[i]);
+                d.ok && finite_data(&d)
+            }));
+            let good = differentiated.as_ref().is_ok_and(|&good| good);
             state[i].store(if good { KNOT_FINITE } else { KNOT_NOT_FINITE }, Ordering::Release);
+            if let Err(e) = differentiated {
+                std::panic::resume_unwind(e);
+            }
         };
         // `lowest`: the backward pass has run knots lowest..t; `failed`: a Q_uu on the way was
         // not positive definite (the pass stops there, as the sequential one does).
