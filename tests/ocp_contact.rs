@@ -378,8 +378,8 @@ fn ddp_on_threads_passes_a_models_panic_on_instead_of_waiting_for_its_knot() {
     std::thread::spawn(move || {
         let inner: Arc<dyn ActionModel> = Arc::new(r.action(None));
         let caller = Some(std::thread::current().id());
-        let model = OnThreads { inner, seen: s, poison: None, panics_off: caller };
-        let problem = r.problem(vec![Arc::new(model); knots]);
+        let model: Arc<dyn ActionModel> = Arc::new(OnThreads { inner, seen: s, poison: None, panics_off: caller });
+        let problem = r.problem(vec![model; knots]);
         let mut ddp = Ddp::new(problem, Settings { max_iterations: 1, threads: 2, ..Default::default() });
         let guess = vec![r.u.clone(); knots];
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ddp.solve(Some(&guess), None)));
