@@ -77,7 +77,9 @@
 //! same bit for bit; if a knot's derivatives turn out not finite, the gains the pass changed
 //! are put back and the solve stops as it does on one thread (`Status::NonFinite`). A backward
 //! pass that meets a `Q_uu` that is not positive definite stops there, as on one thread, and
-//! the next ones (at a larger `mu`) run on the calling thread alone. Helper threads are spawned
+//! the next ones (at a larger `mu`) run on the calling thread alone. A model that panics while
+//! its knot is differentiated marks the knot done first, so that the pass does not wait for it
+//! forever; the panic reaches the caller when the threads are joined. Helper threads are spawned
 //! for each sweep and joined: a pool's idle workers would go on spinning through the
 //! sequential rollout that follows, on a machine with no more cores than threads.
 //!
