@@ -324,10 +324,10 @@ pub struct Ddp {
     terminal_data: ActionData,
     k: Vec<DVector<f64>>,
     gains: Vec<DMatrix<f64>>,
-    xs_try: Vec<DVector<f64>>,
-    us_try: Vec<DVector<f64>>,
-    try_data: Vec<ActionData>,
-    try_terminal: ActionData,
+    /// A line search's trial trajectory, and a second one for the trials rolled out on another
+    /// thread (made at first use).
+    trial: Trial,
+    spare: Option<Box<Trial>>,
     /// Expected improvement terms `[sum k^T Q_u, sum k^T Q_uu k]` of the last backward pass.
     d: [f64; 2],
     pub mu: f64,
@@ -338,17 +338,13 @@ pub struct Ddp {
     /// put back if a knot's derivatives turn out not finite.
     k_backup: Vec<DVector<f64>>,
     gains_backup: Vec<DMatrix<f64>>,
-    /// The second trial buffers of line searches on more than one thread (made at first use).
-    spare: Option<Box<SpareTrial>>,
 }
 
 impl Ddp {
     pub fn new(problem: ShootingProblem, settings: Settings) -> Self {
         let t = problem.horizon();
         let data: Vec<ActionData> = problem.running.iter().map(|m| m.create_data()).collect();
-        let try_data: Vec<ActionData> = problem.running.iter().map(|m| m.create_data()).collect();
         let terminal_data = problem.terminal.create_data();
-        let try_terminal = problem.terminal.create_data();
         let mut xs = vec![problem.x0.clone(); t + 1];
         if t > 0 {
             xs.truncate(t + 1);
@@ -358,23 +354,20 @@ impl Ddp {
         let gains: Vec<DMatrix<f64>> = problem.running.iter().map(|m| DMatrix::zeros(m.nu(), m.ndx())).collect();
         let (k_backup, gains_backup) = (k.clone(), gains.clone());
         Self {
-            xs_try: xs.clone(),
-            us_try: us.clone(),
+            trial: Trial::new(&problem),
+            spare: None,
             xs,
             us,
             data,
             terminal_data,
             k,
             gains,
-            try_data,
-            try_terminal,
             d: [0.0; 2],
             mu: settings.mu_init,
             last_alpha: None,
             bw: Backward::new(),
             k_backup,
             gains_backup,
-            spare: None,
             problem,
             settings,
         }
@@ -439,14 +432,15 @@ impl Ddp {
             if !self.fits(us) {
                 continue;
             }
-            for ((d, s), m) in self.us_try.iter_mut().zip(us.iter()).zip(&self.problem.running) {
+            let trial = &mut self.trial;
+            for ((d, s), m) in trial.us.iter_mut().zip(us.iter()).zip(&self.problem.running) {
                 d.copy_from(s);
                 clamp(m.as_ref(), d);
             }
-            if !rollout(&self.problem, &self.us_try, &mut self.xs_try, &mut self.try_data, &mut self.try_terminal) {
+            if !rollout(&self.problem, &trial.us, &mut trial.xs, &mut trial.data, &mut trial.terminal) {
                 continue;
             }
-            let cost = total_cost(&self.try_data, &self.try_terminal);
+            let cost = total_cost(&trial.data, &trial.terminal);
             if cost.is_finite() && best.is_none_or(|(_, c)| cost < c) {
                 self.keep_trial();
                 best = Some((j, cost));
@@ -457,10 +451,10 @@ impl Ddp {
 
     /// Makes the trial trajectory (controls, states and their knot data) the current one.
     fn keep_trial(&mut self) {
-        std::mem::swap(&mut self.xs, &mut self.xs_try);
-        std::mem::swap(&mut self.us, &mut self.us_try);
-        std::mem::swap(&mut self.data, &mut self.try_data);
-        std::mem::swap(&mut self.terminal_data, &mut self.try_terminal);
+        std::mem::swap(&mut self.xs, &mut self.trial.xs);
+        std::mem::swap(&mut self.us, &mut self.trial.us);
+        std::mem::swap(&mut self.data, &mut self.trial.data);
+        std::mem::swap(&mut self.terminal_data, &mut self.trial.terminal);
     }
 
     /// Whether `us` has the problem's shape: one control per knot, each of the knot's size.
@@ -849,8 +843,7 @@ impl Ddp {
     /// model failed or produced non-finite numbers, or the running cost passed `abort_above`
     /// (which only non-negative costs make safe: the trial can only end above it).
     fn forward(&mut self, alpha: f64, abort_above: f64) -> Option<f64> {
-        let Ddp { problem, xs, us, k, gains, xs_try, us_try, try_data, try_terminal, .. } = self;
-        let trial = Trial { xs: xs_try, us: us_try, data: try_data, terminal: try_terminal };
+        let Ddp { problem, xs, us, k, gains, trial, .. } = self;
         forward(problem, xs, us, k, gains, alpha, abort_above, trial)
     }
 
@@ -858,22 +851,13 @@ impl Ddp {
     /// buffers on another (module docs, "Threads"): the two trials a line search takes in a row
     /// when it rejects the first.
     fn forward_pair(&mut self, alpha: f64, abort_above: f64) -> (Option<f64>, Option<f64>) {
-        let Ddp { problem, xs, us, k, gains, xs_try, us_try, try_data, try_terminal, spare, .. } = self;
-        let spare = spare.get_or_insert_with(|| Box::new(SpareTrial::new(problem)));
+        let Ddp { problem, xs, us, k, gains, trial, spare, .. } = self;
+        let spare = spare.get_or_insert_with(|| Box::new(Trial::new(problem)));
         let (p, xs, us, k, gains) = (&*problem, &*xs, &*us, &*k, &*gains);
-        let second_trial = |s: &mut SpareTrial| forward(p, xs, us, k, gains, 0.5 * alpha, abort_above, s.trial());
+        let second_trial = |s: &mut Trial| forward(p, xs, us, k, gains, 0.5 * alpha, abort_above, s);
         let (first, second) = std::thread::scope(|scope| {
             let second = std::thread::Builder::new().spawn_scoped(scope, || second_trial(spare));
-            let first = forward(
-                p,
-                xs,
-                us,
-                k,
-                gains,
-                alpha,
-                abort_above,
-                Trial { xs: xs_try, us: us_try, data: try_data, terminal: try_terminal },
-            );
+            let first = forward(p, xs, us, k, gains, alpha, abort_above, trial);
             // `None`: no thread to be had.
             (first, second.ok().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))))
         });
@@ -884,36 +868,21 @@ impl Ddp {
     /// was accepted).
     fn take_spare_trial(&mut self) {
         if let Some(s) = self.spare.as_deref_mut() {
-            std::mem::swap(&mut self.xs_try, &mut s.xs);
-            std::mem::swap(&mut self.us_try, &mut s.us);
-            std::mem::swap(&mut self.try_data, &mut s.data);
-            std::mem::swap(&mut self.try_terminal, &mut s.terminal);
+            std::mem::swap(&mut self.trial, s);
         }
     }
 }
 
-/// The buffers a forward pass writes: states, controls and knot data.
-struct Trial<'a> {
-    xs: &'a mut [DVector<f64>],
-    us: &'a mut [DVector<f64>],
-    data: &'a mut [ActionData],
-    terminal: &'a mut ActionData,
-}
-
-/// A second set of trial buffers, for the trial [`Ddp::forward_pair`] runs on another thread.
+/// A trial trajectory: the states, controls and knot data a forward pass writes.
 #[derive(Clone)]
-struct SpareTrial {
+struct Trial {
     xs: Vec<DVector<f64>>,
     us: Vec<DVector<f64>>,
     data: Vec<ActionData>,
     terminal: ActionData,
 }
 
-impl SpareTrial {
-    fn trial(&mut self) -> Trial<'_> {
-        Trial { xs: &mut self.xs, us: &mut self.us, data: &mut self.data, terminal: &mut self.terminal }
-    }
-
+impl Trial {
     fn new(p: &ShootingProblem) -> Self {
         Self {
             xs: vec![p.x0.clone(); p.horizon() + 1],
@@ -935,7 +904,7 @@ fn forward(
     gains: &[DMatrix<f64>],
     alpha: f64,
     abort_above: f64,
-    trial: Trial<'_>,
+    trial: &mut Trial,
 ) -> Option<f64> {
     let t = p.horizon();
     let Trial { xs: xs_try, us: us_try, data: try_data, terminal: try_terminal } = trial;
