@@ -185,14 +185,25 @@ fn joint_range_cost_penalizes_joints_beyond_their_ranges() {
     }
 }
 
-/// A running model that records which threads differentiate it, and whose derivatives can be
+/// A running model that records which threads differentiate it and the order of its calls
+/// (`calls`: `c` for a `calc`, `d` for a `calc_diff` as it starts), and whose derivatives can be
 /// made not finite (`poison`), or whose differentiation panics on any thread but one
-/// (`panics_off`).
+/// (`panics_off`), or whose `calc` panics at its `n`-th call (`calc_panics_at`).
+#[derive(Clone)]
 struct OnThreads {
     inner: Arc<dyn ActionModel>,
     seen: Arc<std::sync::Mutex<std::collections::HashSet<std::thread::ThreadId>>>,
+    calls: Arc<std::sync::Mutex<Vec<char>>>,
     poison: Option<Arc<std::sync::atomic::AtomicBool>>,
     panics_off: Option<std::thread::ThreadId>,
+    calc_panics_at: Option<usize>,
+}
+
+impl OnThreads {
+    fn new(inner: Arc<dyn ActionModel>) -> Self {
+        let (seen, calls) = (Arc::default(), Arc::default());
+        Self { inner, seen, calls, poison: None, panics_off: None, calc_panics_at: None }
+    }
 }
 
 impl ActionModel for OnThreads {
@@ -215,9 +226,19 @@ impl ActionModel for OnThreads {
         self.inner.history_free()
     }
     fn calc(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
+        let n = {
+            let mut calls = self.calls.lock().unwrap();
+            calls.push('c');
+            calls.iter().filter(|c| **c == 'c').count()
+        };
+        assert!(self.calc_panics_at != Some(n), "this model panics at its call {n}");
+        // A rollout long enough for the other threads to start on its knots however busy the
+        // cores are.
+        std::thread::sleep(std::time::Duration::from_micros(100));
         self.inner.calc(d, x, u)
     }
     fn calc_diff(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
+        self.calls.lock().unwrap().push('d');
         self.seen.lock().unwrap().insert(std::thread::current().id());
         let here = std::thread::current().id();
         assert!(self.panics_off.is_none_or(|t| t == here), "this model panics off its thread");
@@ -291,19 +312,21 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
     let raise = Raise::new();
     let knots = 30;
     let solve = |threads: usize, warm_start: bool| {
-        let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
         let mut action = raise.action(None);
         action.warm_start = warm_start;
-        let inner: Arc<dyn ActionModel> = Arc::new(action);
-        let running: Arc<dyn ActionModel> =
-            Arc::new(OnThreads { inner, seen: seen.clone(), poison: None, panics_off: None });
+        let model = OnThreads::new(Arc::new(action));
+        let running: Arc<dyn ActionModel> = Arc::new(model.clone());
         let mut ddp = Ddp::new(
             raise.problem(vec![running; knots]),
             Settings { max_iterations: 4, threads, ..Default::default() },
         );
         let info = ddp.solve(Some(&vec![raise.u.clone(); knots]), None);
-        let seen = seen.lock().unwrap().clone();
-        (info, ddp.xs.clone(), ddp.us.clone(), ddp.gains().to_vec(), seen)
+        let seen = model.seen.lock().unwrap().clone();
+        // Derivatives that started before the initial rollout's last knot.
+        let calls = model.calls.lock().unwrap();
+        let last = calls.iter().enumerate().filter(|(_, c)| **c == 'c').nth(knots - 1).expect("a rollout").0;
+        let behind = calls[..last].iter().filter(|c| **c == 'd').count();
+        (info, ddp.xs.clone(), ddp.us.clone(), ddp.gains().to_vec(), seen, behind)
     };
     let vbits = |v: &[DVector<f64>]| v.iter().flat_map(|x| x.iter().map(|e| e.to_bits())).collect::<Vec<_>>();
     // Every iteration's step, regularization and improvements (all but the wall time).
@@ -313,8 +336,12 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
     // Without warm starts the line searches take two trials at a time on two threads; with
     // them (each knot's solve starts from what its buffers held) one at a time.
     for warm_start in [false, true] {
-        let (one, xs1, us1, gains1, seen1) = solve(1, warm_start);
-        let (two, xs2, us2, gains2, seen2) = solve(2, warm_start);
+        let (one, xs1, us1, gains1, seen1, behind1) = solve(1, warm_start);
+        let (two, xs2, us2, gains2, seen2, behind2) = solve(2, warm_start);
+        // Without warm starts the initial rollout's knots are differentiated behind it on two
+        // threads; with them (or on one thread) only after it.
+        assert_eq!(behind1, 0);
+        assert!((behind2 > 0) != warm_start, "warm {warm_start}: {behind2} knots differentiated behind the rollout");
         assert!(one.iterations > 0 && one.cost.is_finite(), "{one:?}");
         // A line search accepted its second trial: on two threads the one rolled out beside
         // the first, into the other buffers.
@@ -345,13 +372,11 @@ fn ddp_on_threads_puts_the_gains_back_when_a_knot_is_not_finite() {
     let (knots, bad) = (30, 10);
     for threads in [1, 2] {
         let poison = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
-        let inner: Arc<dyn ActionModel> = Arc::new(raise.action(None));
+        let model = OnThreads::new(Arc::new(raise.action(None)));
         let running: Vec<Arc<dyn ActionModel>> = (0..knots)
             .map(|i| {
                 let poison = (i == bad).then(|| poison.clone());
-                Arc::new(OnThreads { inner: inner.clone(), seen: seen.clone(), poison, panics_off: None })
-                    as Arc<dyn ActionModel>
+                Arc::new(OnThreads { poison, ..model.clone() }) as Arc<dyn ActionModel>
             })
             .collect();
         let mut ddp = Ddp::new(raise.problem(running), Settings { max_iterations: 2, threads, ..Default::default() });
@@ -370,7 +395,8 @@ fn ddp_on_threads_puts_the_gains_back_when_a_knot_is_not_finite() {
 /// A model that panics while a knot is differentiated on two threads: the panic reaches the
 /// caller of the solve (as on one thread), and the backward pass running beside the derivatives
 /// does not wait forever for that knot. The models panic on the helper thread only, at its first
-/// knot, which the backward pass reaches (it takes every knot from the last down).
+/// knot (the lowest, taken behind the initial rollout), which the backward pass reaches (it takes
+/// every knot from the last down).
 #[test]
 fn ddp_on_threads_passes_a_models_panic_on_instead_of_waiting_for_its_knot() {
     let raise = Arc::new(Raise::new());
@@ -379,9 +405,9 @@ fn ddp_on_threads_passes_a_models_panic_on_instead_of_waiting_for_its_knot() {
     let (done, finished) = std::sync::mpsc::channel();
     let (r, s) = (raise.clone(), seen.clone());
     std::thread::spawn(move || {
-        let inner: Arc<dyn ActionModel> = Arc::new(r.action(None));
         let caller = Some(std::thread::current().id());
-        let model: Arc<dyn ActionModel> = Arc::new(OnThreads { inner, seen: s, poison: None, panics_off: caller });
+        let model = OnThreads { seen: s, panics_off: caller, ..OnThreads::new(Arc::new(r.action(None))) };
+        let model: Arc<dyn ActionModel> = Arc::new(model);
         let problem = r.problem(vec![model; knots]);
         let mut ddp = Ddp::new(problem, Settings { max_iterations: 1, threads: 2, ..Default::default() });
         let guess = vec![r.u.clone(); knots];
@@ -392,4 +418,28 @@ fn ddp_on_threads_passes_a_models_panic_on_instead_of_waiting_for_its_knot() {
     // The helper thread differentiated (and so panicked) unless the caller took every knot first.
     let helped = seen.lock().unwrap_or_else(|e| e.into_inner()).len() > 1;
     assert_eq!(panicked, helped, "panicked {panicked}, helper thread seen {helped}");
+}
+
+/// A model that panics in the initial rollout on two threads, where the other thread is
+/// waiting to differentiate the rollout's next knot: the panic reaches the caller of the solve
+/// instead of the solve waiting forever for a rollout that will not go on.
+#[test]
+fn ddp_on_threads_passes_a_panic_in_the_rollout_on() {
+    let raise = Arc::new(Raise::new());
+    let knots = 30;
+    let (done, finished) = std::sync::mpsc::channel();
+    let r = raise.clone();
+    std::thread::spawn(move || {
+        let model = OnThreads { calc_panics_at: Some(knots / 2), ..OnThreads::new(Arc::new(r.action(None))) };
+        let running: Arc<dyn ActionModel> = Arc::new(model.clone());
+        let problem = r.problem(vec![running; knots]);
+        let mut ddp = Ddp::new(problem, Settings { max_iterations: 1, threads: 2, ..Default::default() });
+        let guess = vec![r.u.clone(); knots];
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ddp.solve(Some(&guess), None)));
+        let behind = model.calls.lock().unwrap_or_else(|e| e.into_inner()).contains(&'d');
+        let _ = done.send((outcome.is_err(), behind));
+    });
+    let (panicked, behind) =
+        finished.recv_timeout(std::time::Duration::from_secs(120)).expect("the solve did not return");
+    assert!(panicked && behind, "panicked {panicked}, knots differentiated behind the rollout {behind}");
 }

@@ -119,8 +119,9 @@ pub trait ActionModel: Send + Sync {
     }
     /// Whether `calc` depends on `(x, u)` alone, not on what `data` held before (a warm start
     /// from the knot's previous solution would make it depend on that). DDP on more than one
-    /// thread may then roll out a line search's next trial into other buffers while the current
-    /// one runs (`ddp` module docs, "Threads"), with the same results. Default `false`.
+    /// thread may then differentiate the initial rollout's knots while it goes on, and roll out
+    /// a line search's next trial into other buffers while the current one runs (`ddp` module
+    /// docs, "Threads"), with the same results. Default `false`.
     fn history_free(&self) -> bool {
         false
     }

@@ -79,19 +79,33 @@
 //! pass that meets a `Q_uu` that is not positive definite stops there, as on one thread, and
 //! the next ones (at a larger `mu`) run on the calling thread alone. A model that panics while
 //! its knot is differentiated marks the knot done first, so that the pass does not wait for it
-//! forever; the panic reaches the caller when the threads are joined. Helper threads are spawned
-//! for each sweep and joined: a pool's idle workers would go on spinning through the
-//! sequential rollout that follows, on a machine with no more cores than threads.
+//! forever; the panic reaches the caller when the threads are joined.
 //!
-//! A line search that rejects its first trial takes the next at half the step. On more than
-//! one thread, where every model's rollout depends on its state and control alone
-//! ([`ActionModel::history_free`]: no warm start from what a knot's buffers held before), the
-//! trial at `alpha / 2` is rolled out on another thread into a second set of trial buffers
-//! while the one at `alpha` runs, and the two are taken in order: the second is used only if
-//! the search would have tried it, and `Info::line_search_trials` counts the trials the search
-//! took, not the ones rolled out. An accepted first trial wastes the second (on a core that
-//! would have idled). With warm-started models a trial's solves start from the previous trial's
-//! and the trials run one at a time, as on one thread.
+//! Where every model's rollout depends on its state and control alone
+//! ([`ActionModel::history_free`]: no warm start from what a knot's buffers held before), two
+//! more things run beside the calling thread. The solve's initial rollout hands each knot over
+//! as soon as it has stepped it (and its next state is finite), and the other threads
+//! differentiate those knots from the first up while the rollout goes on; the knots left when
+//! it ends are claimed from the last down as above. A knot's `calc` and then its `calc_diff`
+//! run on its own buffers in the same order as on one thread, so the result is the same bit for
+//! bit. A rollout that fails (or panics) stops the others' claims; the knots they finished are
+//! not used.
+//!
+//! And a line search that rejects its first trial takes the next at half the step: the trial
+//! at `alpha / 2` is rolled out on another thread into a second set of trial buffers while the
+//! one at `alpha` runs, and the two are taken in order: the second is used only if the search
+//! would have tried it, and `Info::line_search_trials` counts the trials the search took, not
+//! the ones rolled out. An accepted first trial wastes the second (on a core that would have
+//! idled). With warm-started models a trial's solves start from the previous trial's and the
+//! trials run one at a time, as on one thread.
+//!
+//! The other threads are a pool of `threads - 1` made at the first sweep that needs them and
+//! kept with the solver: spawning a thread for each sweep and joining it cost about 60 us
+//! here, twice per iteration, against about 12 us to hand a job to a pool worker that is awake
+//! (45 us to one that went to sleep; scratch, `std::thread::scope` against
+//! `rayon::ThreadPool::in_place_scope`). An idle worker yields a few dozen times before it
+//! sleeps; between the sweeps of an iteration the calling thread works alone only through the
+//! end of the backward pass.
 //!
 //! Measured on the iteration of `examples/ddp_profile.rs` (`scenes/cito_raise.ron`, 30 knots,
 //! exact sensitivity, two line-search trials), in interleaved runs of 400 solves (scratch): on
@@ -99,16 +113,19 @@
 //! after them, medians 1.85-2.27 ms, fastest 1.80-2.01 ms; with the backward pass beside the
 //! derivatives 1.68-1.76 / 1.64-1.67 ms; with the trials in pairs as well 1.45-1.51 ms (one run
 //! of four 2.36), fastest 1.40-1.42 ms (1.68 in that run); one thread 2.09-2.33 / 2.04-2.11 ms
-//! throughout. Earlier, with a pool of two rayon workers instead of threads spawned per sweep, a
-//! criterion run took 3.29 ms against 2.42 ms on one thread (idle workers spin a while before
-//! they sleep; the likely cause, not measured).
+//! throughout. Then, at a busier moment of the machine (medians of eight interleaved runs of
+//! 280 solves): threads spawned per sweep 1.94 ms (fastest 1.73); with the knots
+//! differentiated behind the initial rollout 1.86 (1.52); with the pool as well 1.57 (1.39).
+//! Earlier still, with a pool of two rayon workers (on this two-core machine) instead of threads
+//! spawned per sweep, a criterion run took 3.29 ms against 2.42 ms on one thread; the pool now
+//! has one worker beside the calling thread.
 
 use super::action::{ActionData, ActionModel};
 use crate::linalg::gemm;
 use crate::validate::{Checker, SettingsError};
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -117,6 +134,33 @@ use std::time::Instant;
 const KNOT_PENDING: u8 = 0;
 const KNOT_FINITE: u8 = 1;
 const KNOT_NOT_FINITE: u8 = 2;
+/// The rollout in [`Ddp::differentiate`]: under way, over with every knot handed over, or over
+/// without (a model failed or panicked, or a state was not finite).
+const ROLLING: u8 = 0;
+const ROLLED: u8 = 1;
+const ABANDONED: u8 = 2;
+
+/// Ends a rollout in [`Ddp::differentiate`], as abandoned if it is dropped first (a model
+/// panicked): the threads waiting for its knots stop.
+struct RolloutOver<'a>(&'a AtomicU8);
+
+impl RolloutOver<'_> {
+    fn end(self, ok: bool) {
+        self.0.store(if ok { ROLLED } else { ABANDONED }, Ordering::Release);
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for RolloutOver<'_> {
+    fn drop(&mut self) {
+        self.0.store(ABANDONED, Ordering::Release);
+    }
+}
+
+/// A lock whose holder may have panicked: a knot's data is whole between calls of its model.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A shooting problem: initial state, running models (one per knot) and a terminal model.
 #[derive(Clone)]
@@ -168,9 +212,10 @@ pub struct Settings {
     /// search starts from 1.
     pub adaptive_step: bool,
     /// Threads that differentiate the knots (each knot's `calc_diff` is independent of the
-    /// others'), with the first backward pass after them running beside them, and that roll out
-    /// a line search's trials two at a time where the models allow (module docs, "Threads");
-    /// each rollout is sequential. Default 1. The result does not depend on it, bit for bit.
+    /// others'), with the first backward pass after them running beside them; where the models
+    /// allow, they also differentiate the initial rollout's knots behind it and roll out a line
+    /// search's trials two at a time (module docs, "Threads"). Each rollout is sequential.
+    /// Default 1. The result does not depend on it, bit for bit.
     pub threads: usize,
 }
 
@@ -338,6 +383,31 @@ pub struct Ddp {
     /// put back if a knot's derivatives turn out not finite.
     k_backup: Vec<DVector<f64>>,
     gains_backup: Vec<DMatrix<f64>>,
+    helpers: Helpers,
+}
+
+/// The threads that help a solve on more than one thread (module docs, "Threads"): a pool of
+/// `Settings::threads - 1`, made at first use and kept between sweeps. A clone of the solver
+/// makes its own.
+#[derive(Default)]
+struct Helpers(Option<(usize, rayon::ThreadPool)>);
+
+impl Clone for Helpers {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl Helpers {
+    /// The pool of `n` threads, or `None` if they cannot be had.
+    fn pool(&mut self, n: usize) -> Option<&rayon::ThreadPool> {
+        if self.0.as_ref().is_none_or(|(m, _)| *m != n) {
+            let pool =
+                rayon::ThreadPoolBuilder::new().num_threads(n).thread_name(|i| format!("ddp-helper-{i}")).build();
+            self.0 = pool.ok().map(|p| (n, p));
+        }
+        self.0.as_ref().map(|(_, p)| p)
+    }
 }
 
 impl Ddp {
@@ -368,6 +438,7 @@ impl Ddp {
             bw: Backward::new(),
             k_backup,
             gains_backup,
+            helpers: Helpers::default(),
             problem,
             settings,
         }
@@ -501,8 +572,7 @@ impl Ddp {
         if self.settings.validate().is_err() || us.is_some_and(|us| !self.set_controls(us)) {
             return Info { status: Status::InvalidInput, ..Info::before_start() };
         }
-        let (ok, cost) = self.initial_rollout();
-        self.iterate(ok, cost, cancel, observe)
+        self.iterate(None, cancel, observe)
     }
 
     /// [`Ddp::solve`] from the trajectory [`Ddp::roll_out_cheapest`] kept, which must be the
@@ -513,18 +583,36 @@ impl Ddp {
         }
         let ok = self.xs.iter().all(|x| x.iter().all(|v| v.is_finite()));
         let cost = self.cost();
-        self.iterate(ok, cost, cancel, &mut |_| {})
+        self.iterate(Some((ok, cost)), cancel, &mut |_| {})
     }
 
-    /// The iterations of a solve whose initial rollout ended `ok` with `cost`.
+    /// The iterations of a solve: from the current trajectory, whose rollout ended as `rolled`
+    /// says (whether every model succeeded, and the cost), or if `None` after clamping the
+    /// current controls and rolling them out from `x0`.
     fn iterate(
         &mut self,
-        ok: bool,
-        cost: f64,
+        rolled: Option<(bool, f64)>,
         cancel: Option<&AtomicBool>,
         observe: &mut dyn FnMut(&IterationInfo),
     ) -> Info {
         self.mu = self.settings.mu_init;
+        // On more than one thread, where a knot's rollout depends on its state and control
+        // alone, the initial rollout's knots are differentiated behind it and the line searches
+        // take two trials at a time (module docs, "Threads").
+        let history_free_threads = self.settings.threads > 1
+            && self.problem.terminal.history_free()
+            && self.problem.running.iter().all(|m| m.history_free());
+        // The first sweep's backward pass, when the knots were differentiated behind the rollout.
+        let mut first = None;
+        let (ok, cost) = match rolled {
+            Some(rolled) => rolled,
+            None if history_free_threads => {
+                let (rolled, overlapped) = self.differentiate(true);
+                first = Some(overlapped);
+                rolled.expect("differentiate rolls out when asked")
+            }
+            None => self.initial_rollout(),
+        };
         let mut info = Info { cost, ..Info::before_start() };
         if !ok || !info.cost.is_finite() {
             info.status = Status::NonFinite;
@@ -535,11 +623,6 @@ impl Ddp {
         // only raises mu, reuses them instead of differentiating the same knots again.
         let mut differentiated = false;
         let mut rejected_in_row = 0;
-        // Two line-search trials at a time on more than one thread, where a knot's rollout
-        // depends on its state and control alone (module docs, "Threads").
-        let pair_trials = self.settings.threads > 1
-            && self.problem.terminal.history_free()
-            && self.problem.running.iter().all(|m| m.history_free());
         for it in 0..self.settings.max_iterations {
             let started = Instant::now();
             if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
@@ -549,7 +632,10 @@ impl Ddp {
             // The first backward pass at this mu, when it ran beside the derivatives.
             let mut overlapped = None;
             if !differentiated {
-                overlapped = self.differentiate();
+                overlapped = match first.take() {
+                    Some(overlapped) => overlapped,
+                    None => self.differentiate(false).1,
+                };
                 info.fallback_jacobians += self.data.iter().filter(|d| d.fallback).count();
                 info.unconverged_jacobians += self.data.iter().filter(|d| d.unconverged).count();
                 if !self.data.iter().all(|d| d.ok && finite_data(d)) || !finite_data(&self.terminal_data) {
@@ -597,7 +683,7 @@ impl Ddp {
                 info.line_search_trials += 1;
                 let (result, spare) = match pending.take() {
                     Some((a, result)) if a == alpha => (result, true),
-                    _ if pair_trials && 0.5 * alpha >= self.settings.alpha_min => {
+                    _ if history_free_threads && 0.5 * alpha >= self.settings.alpha_min => {
                         let (first, second) = self.forward_pair(alpha, abort_above);
                         pending = Some((0.5 * alpha, second));
                         (first, false)
@@ -671,36 +757,62 @@ impl Ddp {
     }
 
     /// The derivatives of the terminal model and of every running knot along the current
-    /// trajectory. On more than one thread the first backward pass at the current `mu` runs on
-    /// this thread beside them (module docs, "Threads"): its result (as [`Ddp::backward`]'s),
-    /// or `None` if it did not run, or met a knot whose derivatives are not finite (and then
-    /// left the gains as they were).
-    fn differentiate(&mut self) -> Option<bool> {
+    /// trajectory, after rolling the current controls out from `x0` if `roll_out` (as
+    /// [`Ddp::initial_rollout`], whose `(ok, cost)` it returns first; only on more than one
+    /// thread). On more than one thread the rollout's knots are differentiated behind it as it
+    /// goes, and the first backward pass at the current `mu` runs on this thread beside the
+    /// derivatives (module docs, "Threads"): its result (as [`Ddp::backward`]'s), or `None` if
+    /// it did not run, or met a knot whose derivatives are not finite (and then left the gains
+    /// as they were). After a failed rollout the knots are left as they are.
+    fn differentiate(&mut self, roll_out: bool) -> (Option<(bool, f64)>, Option<bool>) {
         let t = self.problem.horizon();
-        self.problem.terminal.calc_diff(&mut self.terminal_data, &self.xs[t], &DVector::zeros(0));
         let threads = self.settings.threads.clamp(1, t.max(1));
-        if threads == 1 || !finite_data(&self.terminal_data) {
-            self.differentiate_running();
-            return None;
+        if threads == 1 {
+            let rollout = roll_out.then(|| self.initial_rollout());
+            if rollout.is_none_or(|(ok, _)| ok) {
+                self.problem.terminal.calc_diff(&mut self.terminal_data, &self.xs[t], &DVector::zeros(0));
+                self.differentiate_running();
+            }
+            return (rollout, None);
         }
         let d_before = self.d;
-        self.backward_begin();
-        let Ddp { problem, xs, us, data, bw, k, gains, mu, d, k_backup, gains_backup, .. } = self;
-        let (running, xs, us, mu) = (&problem.running, &*xs, &*us, *mu);
-        // Knots are claimed from the last down (the backward pass's order): those below `next`
-        // are unclaimed. A knot's cell is locked by the thread differentiating it, then by the
-        // backward pass once its state says it is done.
-        let next = AtomicUsize::new(t);
+        let pool_threads = self.settings.threads - 1;
+        let Ddp { problem, xs, us, data, terminal_data, bw, k, gains, mu, d, k_backup, gains_backup, helpers, .. } =
+            self;
+        if roll_out {
+            for (u, m) in us.iter_mut().zip(&problem.running) {
+                clamp(m.as_ref(), u);
+            }
+        }
+        let (running, us, mu) = (&problem.running, &*us, *mu);
+        // The knots not yet claimed are `bottom..top`, one word holding both (`bottom` in the
+        // high half) so that claims from either end agree. The rollout's knots are claimed from
+        // the bottom as it finishes them (`rolled` of them, in order); then the rest from the
+        // top down, the backward pass's order.
+        let span = AtomicU64::new(t as u64);
+        let ends = |s: u64| ((s >> 32) as usize, (s & u64::from(u32::MAX)) as usize);
+        let claim_top = || {
+            let claim = |s| (ends(s).1 > ends(s).0).then(|| s - 1);
+            span.fetch_update(Ordering::AcqRel, Ordering::Acquire, claim).ok().map(|s| ends(s).1 - 1)
+        };
+        let claim_bottom = |rolled: usize| {
+            let claim = |s| (ends(s).0 < ends(s).1.min(rolled)).then(|| s + (1 << 32));
+            span.fetch_update(Ordering::AcqRel, Ordering::Acquire, claim).ok().map(|s| ends(s).0)
+        };
+        let rolled = AtomicUsize::new(if roll_out { 0 } else { t });
+        let phase = AtomicU8::new(if roll_out { ROLLING } else { ROLLED });
         let state: Vec<AtomicU8> = (0..t).map(|_| AtomicU8::new(KNOT_PENDING)).collect();
+        // A knot's cell is locked by the rollout, then by the thread differentiating it, then by
+        // the backward pass once its state says it is done.
         let cells: Vec<Mutex<&mut ActionData>> = data.iter_mut().map(Mutex::new).collect();
-        let claim = || next.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).ok().map(|n| n - 1);
+        let states: Vec<Mutex<&mut DVector<f64>>> = xs.iter_mut().map(Mutex::new).collect();
         let differentiate_knot = |i: usize| {
-            let mut d = cells[i].lock().unwrap_or_else(|e| e.into_inner());
+            let mut d = lock(&cells[i]);
             // A model that panics marks its knot done (not finite) before the panic goes on, so
             // that the backward pass does not wait for it; the panic reaches the caller when
             // the threads are joined.
             let differentiated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                running[i].calc_diff(&mut d, &xs[i], &us[i]);
+                running[i].calc_diff(&mut d, &lock(&states[i]), &us[i]);
                 d.ok && finite_data(&d)
             }));
             let good = differentiated.as_ref().is_ok_and(|&good| good);
@@ -709,25 +821,86 @@ impl Ddp {
                 std::panic::resume_unwind(e);
             }
         };
+        let wait = |waits: &mut u32| {
+            // The next knot is in another thread's hands (tens of microseconds).
+            *waits += 1;
+            if waits.is_multiple_of(64) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        };
         // `lowest`: the backward pass has run knots lowest..t; `failed`: a Q_uu on the way was
         // not positive definite (the pass stops there, as the sequential one does).
-        let (lowest, failed, all_finite) = std::thread::scope(|scope| {
-            for _ in 1..threads {
-                // A thread that cannot be had leaves its knots to this one.
-                let _ = std::thread::Builder::new().spawn_scoped(scope, || {
-                    while let Some(i) = claim() {
-                        differentiate_knot(i);
+        let help = || {
+            let mut waits = 0;
+            loop {
+                let p = phase.load(Ordering::Acquire);
+                let claimed = match p {
+                    ROLLED => claim_top(),
+                    ROLLING => claim_bottom(rolled.load(Ordering::Acquire)),
+                    _ => break,
+                };
+                match claimed {
+                    Some(i) => differentiate_knot(i),
+                    None if p == ROLLED => break,
+                    None => wait(&mut waits),
+                }
+            }
+        };
+        let mut here = || {
+            let rollout = roll_out.then(|| {
+                let over = RolloutOver(&phase);
+                // The costs as `Ddp::cost` would read them after the sequential rollout: the
+                // rollout's, and the previous ones past a failed model.
+                let mut costs: Vec<f64> = cells.iter().map(|c| lock(c).cost).collect();
+                lock(&states[0]).copy_from(&problem.x0);
+                // Whether every model succeeded, and whether every state so far is finite: then
+                // the knots are handed over as they are rolled out.
+                let (mut models_ok, mut finite) = (true, problem.x0.iter().all(|v| v.is_finite()));
+                for i in 0..t {
+                    let mut d = lock(&cells[i]);
+                    running[i].calc(&mut d, &lock(&states[i]), &us[i]);
+                    costs[i] = d.cost;
+                    if !d.ok {
+                        models_ok = false;
+                        break;
                     }
-                });
+                    let mut next = lock(&states[i + 1]);
+                    next.clone_from(&d.x_next);
+                    finite = finite && next.iter().all(|v| v.is_finite());
+                    drop((d, next));
+                    if finite {
+                        rolled.store(i + 1, Ordering::Release);
+                    }
+                }
+                if models_ok {
+                    problem.terminal.calc(terminal_data, &lock(&states[t]), &DVector::zeros(0));
+                }
+                let ok = models_ok && finite;
+                over.end(ok);
+                (ok, costs.iter().sum::<f64>() + terminal_data.cost)
+            });
+            if rollout.is_some_and(|(ok, _)| !ok) {
+                return (rollout, t, false, true, false);
+            }
+            problem.terminal.calc_diff(terminal_data, &lock(&states[t]), &DVector::zeros(0));
+            // A terminal model whose derivatives are not finite stops the solve before its
+            // backward pass: the knots are differentiated, the pass does not run.
+            let passed = finite_data(terminal_data);
+            if passed {
+                bw.vx.clone_from(&terminal_data.lx);
+                bw.vxx.clone_from(&terminal_data.lxx);
+                *d = [0.0; 2];
             }
             let (mut lowest, mut failed, mut all_finite) = (t, false, true);
             let mut waits = 0u32;
             loop {
-                if !failed && all_finite && lowest > 0 {
+                if passed && !failed && all_finite && lowest > 0 {
                     let i = lowest - 1;
                     match state[i].load(Ordering::Acquire) {
                         KNOT_FINITE => {
-                            let knot_data = cells[i].lock().unwrap_or_else(|e| e.into_inner());
+                            let knot_data = lock(&cells[i]);
                             k_backup[i].clone_from(&k[i]);
                             gains_backup[i].clone_from(&gains[i]);
                             let (m, u) = (running[i].as_ref(), &us[i]);
@@ -740,24 +913,31 @@ impl Ddp {
                         _ => {}
                     }
                 }
-                if let Some(i) = claim() {
+                if let Some(i) = claim_top() {
                     differentiate_knot(i);
                     continue;
                 }
-                if failed || !all_finite || lowest == 0 {
+                if !passed || failed || !all_finite || lowest == 0 {
                     // Whatever is still being differentiated is joined with its thread.
                     break;
                 }
-                // The next knot is another thread's, still in progress (tens of microseconds).
-                waits += 1;
-                if waits.is_multiple_of(64) {
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
+                wait(&mut waits);
             }
-            (lowest, failed, all_finite)
-        });
+            (rollout, lowest, failed, all_finite, passed)
+        };
+        // No thread to be had: this one takes every knot.
+        let (rollout, lowest, failed, all_finite, passed) = match helpers.pool(pool_threads) {
+            Some(pool) => pool.in_place_scope(|scope| {
+                for _ in 1..threads {
+                    scope.spawn(|_| help());
+                }
+                here()
+            }),
+            None => here(),
+        };
+        if !passed {
+            return (rollout, None);
+        }
         let all_finite = all_finite && state.iter().all(|s| s.load(Ordering::Acquire) == KNOT_FINITE);
         if !all_finite {
             // The sequential solve stops before its backward pass: undo this one's.
@@ -766,50 +946,16 @@ impl Ddp {
                 gains[i].clone_from(&gains_backup[i]);
             }
             *d = d_before;
-            return None;
+            return (rollout, None);
         }
-        Some(!failed && d.iter().all(|x| x.is_finite()))
+        (rollout, Some(!failed && d.iter().all(|x| x.is_finite())))
     }
 
-    /// `calc_diff` of every running knot along the current trajectory, on `settings.threads`
-    /// threads.
+    /// `calc_diff` of every running knot along the current trajectory, in order.
     fn differentiate_running(&mut self) {
-        let (running, xs, us) = (&self.problem.running, &self.xs, &self.us);
-        let knots = |first: usize, data: &mut [ActionData]| {
-            for (k, d) in data.iter_mut().enumerate() {
-                running[first + k].calc_diff(d, &xs[first + k], &us[first + k]);
-            }
-        };
-        let threads = self.settings.threads.clamp(1, self.data.len().max(1));
-        if threads == 1 {
-            knots(0, &mut self.data);
-            return;
+        for (i, d) in self.data.iter_mut().enumerate() {
+            self.problem.running[i].calc_diff(d, &self.xs[i], &self.us[i]);
         }
-        // Contiguous blocks of knots, the first on this thread. The other threads are spawned
-        // for this sweep and joined: a pool's idle workers would go on spinning through the
-        // sequential rollout that follows, on a machine with no more cores than threads.
-        let size = self.data.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let mut blocks = self.data.chunks_mut(size).enumerate();
-            let first = blocks.next().map(|(_, b)| b);
-            let mut here = Vec::new();
-            for (b, block) in blocks {
-                let spawned = std::thread::Builder::new().spawn_scoped(scope, move || knots(b * size, block));
-                if spawned.is_err() {
-                    // No thread to be had: this block waits for this thread.
-                    here.push(b);
-                }
-            }
-            if let Some(block) = first {
-                knots(0, block);
-            }
-            here
-        })
-        .into_iter()
-        .for_each(|b| {
-            let (lo, hi) = (b * size, ((b + 1) * size).min(self.data.len()));
-            knots(lo, &mut self.data[lo..hi]);
-        });
     }
 
     /// Gauss-Newton backward pass at the current `mu`; `false` if a `Q_uu` is not positive
@@ -851,16 +997,19 @@ impl Ddp {
     /// buffers on another (module docs, "Threads"): the two trials a line search takes in a row
     /// when it rejects the first.
     fn forward_pair(&mut self, alpha: f64, abort_above: f64) -> (Option<f64>, Option<f64>) {
-        let Ddp { problem, xs, us, k, gains, trial, spare, .. } = self;
+        let Ddp { problem, xs, us, k, gains, trial, spare, helpers, settings, .. } = self;
         let spare = spare.get_or_insert_with(|| Box::new(Trial::new(problem)));
         let (p, xs, us, k, gains) = (&*problem, &*xs, &*us, &*k, &*gains);
         let second_trial = |s: &mut Trial| forward(p, xs, us, k, gains, 0.5 * alpha, abort_above, s);
-        let (first, second) = std::thread::scope(|scope| {
-            let second = std::thread::Builder::new().spawn_scoped(scope, || second_trial(spare));
-            let first = forward(p, xs, us, k, gains, alpha, abort_above, trial);
-            // `None`: no thread to be had.
-            (first, second.ok().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))))
-        });
+        let mut second = None;
+        let first = match helpers.pool(settings.threads - 1) {
+            Some(pool) => pool.in_place_scope(|scope| {
+                scope.spawn(|_| second = Some(second_trial(spare)));
+                forward(p, xs, us, k, gains, alpha, abort_above, trial)
+            }),
+            None => forward(p, xs, us, k, gains, alpha, abort_above, trial),
+        };
+        // `None`: no thread to be had.
         (first, second.unwrap_or_else(|| second_trial(spare)))
     }
 
