@@ -188,21 +188,32 @@ fn joint_range_cost_penalizes_joints_beyond_their_ranges() {
 /// A running model that records which threads differentiate it and the order of its calls
 /// (`calls`: `c` for a `calc`, `d` for a `calc_diff` as it starts), and whose derivatives can be
 /// made not finite (`poison`), or whose differentiation panics on any thread but one
-/// (`panics_off`), or whose `calc` panics at its `n`-th call (`calc_panics_at`).
+/// (`panics: Off`) or on one thread only (`panics: On`), or whose `calc` panics at its `n`-th
+/// call (`calc_panics_at`), or whose `n`-th `calc` waits (up to two seconds) until a
+/// `calc_diff` has started (`calc_waits_at`: how a test makes sure that the other threads had
+/// time to start on a rollout's knots, however busy the cores are).
 #[derive(Clone)]
 struct OnThreads {
     inner: Arc<dyn ActionModel>,
     seen: Arc<std::sync::Mutex<std::collections::HashSet<std::thread::ThreadId>>>,
     calls: Arc<std::sync::Mutex<Vec<char>>>,
     poison: Option<Arc<std::sync::atomic::AtomicBool>>,
-    panics_off: Option<std::thread::ThreadId>,
+    panics: Option<Panics>,
     calc_panics_at: Option<usize>,
+    calc_waits_at: Option<usize>,
+}
+
+/// Where an [`OnThreads`] model panics when it is differentiated.
+#[derive(Clone, Copy)]
+enum Panics {
+    Off(std::thread::ThreadId),
+    On(std::thread::ThreadId),
 }
 
 impl OnThreads {
     fn new(inner: Arc<dyn ActionModel>) -> Self {
         let (seen, calls) = (Arc::default(), Arc::default());
-        Self { inner, seen, calls, poison: None, panics_off: None, calc_panics_at: None }
+        Self { inner, seen, calls, poison: None, panics: None, calc_panics_at: None, calc_waits_at: None }
     }
 }
 
@@ -232,16 +243,23 @@ impl ActionModel for OnThreads {
             calls.iter().filter(|c| **c == 'c').count()
         };
         assert!(self.calc_panics_at != Some(n), "this model panics at its call {n}");
-        // A rollout long enough for the other threads to start on its knots however busy the
-        // cores are.
-        std::thread::sleep(std::time::Duration::from_micros(100));
+        if self.calc_waits_at == Some(n) {
+            let started = std::time::Instant::now();
+            while !self.calls.lock().unwrap().contains(&'d') && started.elapsed().as_secs_f64() < 2.0 {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
         self.inner.calc(d, x, u)
     }
     fn calc_diff(&self, d: &mut contactlab::ocp::ActionData, x: &DVector<f64>, u: &DVector<f64>) {
         self.calls.lock().unwrap().push('d');
         self.seen.lock().unwrap().insert(std::thread::current().id());
         let here = std::thread::current().id();
-        assert!(self.panics_off.is_none_or(|t| t == here), "this model panics off its thread");
+        match self.panics {
+            Some(Panics::Off(t)) => assert!(t == here, "this model panics off its thread"),
+            Some(Panics::On(t)) => assert!(t != here, "this model panics on this thread"),
+            None => {}
+        }
         // Knots are claimed one at a time by whichever thread is free: a knot that takes a while
         // makes both threads take some, even when the tests around take the cores.
         std::thread::sleep(std::time::Duration::from_micros(500));
@@ -314,7 +332,10 @@ fn ddp_differentiates_knots_on_its_threads_with_the_same_result() {
     let solve = |threads: usize, warm_start: bool| {
         let mut action = raise.action(None);
         action.warm_start = warm_start;
-        let model = OnThreads::new(Arc::new(action));
+        // Halfway through the initial rollout, time for the other thread to start on its
+        // knots (where it would: two threads without warm starts).
+        let waits = (threads > 1 && !warm_start).then_some(knots / 2);
+        let model = OnThreads { calc_waits_at: waits, ..OnThreads::new(Arc::new(action)) };
         let running: Arc<dyn ActionModel> = Arc::new(model.clone());
         let mut ddp = Ddp::new(
             raise.problem(vec![running; knots]),
@@ -392,6 +413,28 @@ fn ddp_on_threads_puts_the_gains_back_when_a_knot_is_not_finite() {
     }
 }
 
+/// A 2-thread solve of the raise whose models panic when they are differentiated, as `panics`
+/// says of the thread that calls the solve: whether the panic reached that caller (the test
+/// fails if the solve has not returned within two minutes), whether the caller differentiated a
+/// knot, and whether another thread did.
+fn panic_on_threads(panics: fn(std::thread::ThreadId) -> Panics) -> (bool, bool, bool) {
+    let raise = Arc::new(Raise::new());
+    let knots = 30;
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let caller = std::thread::current().id();
+        let model = OnThreads { panics: Some(panics(caller)), ..OnThreads::new(Arc::new(raise.action(None))) };
+        let running: Arc<dyn ActionModel> = Arc::new(model.clone());
+        let problem = raise.problem(vec![running; knots]);
+        let mut ddp = Ddp::new(problem, Settings { max_iterations: 1, threads: 2, ..Default::default() });
+        let guess = vec![raise.u.clone(); knots];
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ddp.solve(Some(&guess), None)));
+        let seen = model.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let _ = done.send((outcome.is_err(), seen.contains(&caller), seen.iter().any(|t| *t != caller)));
+    });
+    finished.recv_timeout(std::time::Duration::from_secs(120)).expect("the solve did not return")
+}
+
 /// A model that panics while a knot is differentiated on two threads: the panic reaches the
 /// caller of the solve (as on one thread), and the backward pass running beside the derivatives
 /// does not wait forever for that knot. The models panic on the helper thread only, at its first
@@ -399,25 +442,20 @@ fn ddp_on_threads_puts_the_gains_back_when_a_knot_is_not_finite() {
 /// every knot from the last down).
 #[test]
 fn ddp_on_threads_passes_a_models_panic_on_instead_of_waiting_for_its_knot() {
-    let raise = Arc::new(Raise::new());
-    let knots = 30;
-    let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
-    let (done, finished) = std::sync::mpsc::channel();
-    let (r, s) = (raise.clone(), seen.clone());
-    std::thread::spawn(move || {
-        let caller = Some(std::thread::current().id());
-        let model = OnThreads { seen: s, panics_off: caller, ..OnThreads::new(Arc::new(r.action(None))) };
-        let model: Arc<dyn ActionModel> = Arc::new(model);
-        let problem = r.problem(vec![model; knots]);
-        let mut ddp = Ddp::new(problem, Settings { max_iterations: 1, threads: 2, ..Default::default() });
-        let guess = vec![r.u.clone(); knots];
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ddp.solve(Some(&guess), None)));
-        let _ = done.send(outcome.is_err());
-    });
-    let panicked = finished.recv_timeout(std::time::Duration::from_secs(120)).expect("the solve did not return");
+    let (panicked, _, helped) = panic_on_threads(Panics::Off);
     // The helper thread differentiated (and so panicked) unless the caller took every knot first.
-    let helped = seen.lock().unwrap_or_else(|e| e.into_inner()).len() > 1;
     assert_eq!(panicked, helped, "panicked {panicked}, helper thread seen {helped}");
+}
+
+/// The same with models that panic on the calling thread only, while the helper thread stays
+/// awake for the end of the sweep: the panic reaches the caller instead of the helper waiting
+/// forever for a sweep that will not end.
+#[test]
+fn ddp_on_threads_passes_a_panic_on_the_calling_thread_on() {
+    // The caller takes the last knot as soon as the rollout ends (the helper is busy with the
+    // knots behind it, half a millisecond each).
+    let (panicked, differentiated_here, _) = panic_on_threads(Panics::On);
+    assert!(panicked && differentiated_here, "panicked {panicked}, the caller differentiated {differentiated_here}");
 }
 
 /// A model that panics in the initial rollout on two threads, where the other thread is
@@ -430,7 +468,12 @@ fn ddp_on_threads_passes_a_panic_in_the_rollout_on() {
     let (done, finished) = std::sync::mpsc::channel();
     let r = raise.clone();
     std::thread::spawn(move || {
-        let model = OnThreads { calc_panics_at: Some(knots / 2), ..OnThreads::new(Arc::new(r.action(None))) };
+        let half = knots / 2;
+        let model = OnThreads {
+            calc_waits_at: Some(half),
+            calc_panics_at: Some(half + 1),
+            ..OnThreads::new(Arc::new(r.action(None)))
+        };
         let running: Arc<dyn ActionModel> = Arc::new(model.clone());
         let problem = r.problem(vec![running; knots]);
         let mut ddp = Ddp::new(problem, Settings { max_iterations: 1, threads: 2, ..Default::default() });

@@ -103,9 +103,11 @@
 //! kept with the solver: spawning a thread for each sweep and joining it cost about 60 us
 //! here, twice per iteration, against about 12 us to hand a job to a pool worker that is awake
 //! (45 us to one that went to sleep; scratch, `std::thread::scope` against
-//! `rayon::ThreadPool::in_place_scope`). An idle worker yields a few dozen times before it
-//! sleeps; between the sweeps of an iteration the calling thread works alone only through the
-//! end of the backward pass.
+//! `rayon::ThreadPool::in_place_scope`). Since waking a sleeping thread costs that much here,
+//! neither side sleeps within an iteration: a worker done with the derivatives spins (yielding
+//! every 64 turns) until the calling thread's backward pass is over, so that it is awake for
+//! the line search's trial, and the calling thread spins at the end of a pair of trials until
+//! the other one is in. Guards end those waits when a model panics.
 //!
 //! Measured on the iteration of `examples/ddp_profile.rs` (`scenes/cito_raise.ron`, 30 knots,
 //! exact sensitivity, two line-search trials), in interleaved runs of 400 solves (scratch): on
@@ -134,26 +136,32 @@ use std::time::Instant;
 const KNOT_PENDING: u8 = 0;
 const KNOT_FINITE: u8 = 1;
 const KNOT_NOT_FINITE: u8 = 2;
-/// The rollout in [`Ddp::differentiate`]: under way, over with every knot handed over, or over
-/// without (a model failed or panicked, or a state was not finite).
+/// The stages of [`Ddp::differentiate`] that the other threads follow: the rollout under way,
+/// over with every knot handed over, or over without (a model failed or panicked, or a state
+/// was not finite); then the sweep over on the calling thread.
 const ROLLING: u8 = 0;
 const ROLLED: u8 = 1;
 const ABANDONED: u8 = 2;
+const SWEPT: u8 = 3;
 
-/// Ends a rollout in [`Ddp::differentiate`], as abandoned if it is dropped first (a model
-/// panicked): the threads waiting for its knots stop.
-struct RolloutOver<'a>(&'a AtomicU8);
+/// Stores its value into the flag when dropped, however the scope it guards ends (a panic
+/// included), so that the threads waiting on the flag stop waiting.
+struct StoreOnDrop<'a>(&'a AtomicU8, u8);
 
-impl RolloutOver<'_> {
-    fn end(self, ok: bool) {
-        self.0.store(if ok { ROLLED } else { ABANDONED }, Ordering::Release);
-        std::mem::forget(self);
+impl Drop for StoreOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(self.1, Ordering::Release);
     }
 }
 
-impl Drop for RolloutOver<'_> {
-    fn drop(&mut self) {
-        self.0.store(ABANDONED, Ordering::Release);
+/// One step of waiting for another thread's work, tens of microseconds away: a pool worker
+/// that went to sleep instead takes about 45 us to wake here (module docs, "Threads").
+fn spin(waits: &mut u32) {
+    *waits += 1;
+    if waits.is_multiple_of(64) {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
     }
 }
 
@@ -821,15 +829,6 @@ impl Ddp {
                 std::panic::resume_unwind(e);
             }
         };
-        let wait = |waits: &mut u32| {
-            // The next knot is in another thread's hands (tens of microseconds).
-            *waits += 1;
-            if waits.is_multiple_of(64) {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        };
         // `lowest`: the backward pass has run knots lowest..t; `failed`: a Q_uu on the way was
         // not positive definite (the pass stops there, as the sequential one does).
         let help = || {
@@ -844,13 +843,18 @@ impl Ddp {
                 match claimed {
                     Some(i) => differentiate_knot(i),
                     None if p == ROLLED => break,
-                    None => wait(&mut waits),
+                    None => spin(&mut waits),
                 }
+            }
+            // Awake until this thread's sweep is over, for the line search's trial that follows.
+            while phase.load(Ordering::Acquire) != SWEPT {
+                spin(&mut waits);
             }
         };
         let mut here = || {
+            let _swept = StoreOnDrop(&phase, SWEPT);
             let rollout = roll_out.then(|| {
-                let over = RolloutOver(&phase);
+                let mut over = StoreOnDrop(&phase, ABANDONED);
                 // The costs as `Ddp::cost` would read them after the sequential rollout: the
                 // rollout's, and the previous ones past a failed model.
                 let mut costs: Vec<f64> = cells.iter().map(|c| lock(c).cost).collect();
@@ -878,7 +882,8 @@ impl Ddp {
                     problem.terminal.calc(terminal_data, &lock(&states[t]), &DVector::zeros(0));
                 }
                 let ok = models_ok && finite;
-                over.end(ok);
+                over.1 = if ok { ROLLED } else { ABANDONED };
+                drop(over);
                 (ok, costs.iter().sum::<f64>() + terminal_data.cost)
             });
             if rollout.is_some_and(|(ok, _)| !ok) {
@@ -921,7 +926,7 @@ impl Ddp {
                     // Whatever is still being differentiated is joined with its thread.
                     break;
                 }
-                wait(&mut waits);
+                spin(&mut waits);
             }
             (rollout, lowest, failed, all_finite, passed)
         };
@@ -1002,10 +1007,20 @@ impl Ddp {
         let (p, xs, us, k, gains) = (&*problem, &*xs, &*us, &*k, &*gains);
         let second_trial = |s: &mut Trial| forward(p, xs, us, k, gains, 0.5 * alpha, abort_above, s);
         let mut second = None;
+        let done = AtomicU8::new(0);
         let first = match helpers.pool(settings.threads - 1) {
             Some(pool) => pool.in_place_scope(|scope| {
-                scope.spawn(|_| second = Some(second_trial(spare)));
-                forward(p, xs, us, k, gains, alpha, abort_above, trial)
+                scope.spawn(|_| {
+                    let _done = StoreOnDrop(&done, 1);
+                    second = Some(second_trial(spare));
+                });
+                let first = forward(p, xs, us, k, gains, alpha, abort_above, trial);
+                // Not asleep when the other trial ends (module docs, "Threads").
+                let mut waits = 0;
+                while done.load(Ordering::Acquire) == 0 {
+                    spin(&mut waits);
+                }
+                first
             }),
             None => forward(p, xs, us, k, gains, alpha, abort_above, trial),
         };
