@@ -610,14 +610,15 @@ impl Ddp {
         let history_free_threads = self.settings.threads > 1
             && self.problem.terminal.history_free()
             && self.problem.running.iter().all(|m| m.history_free());
-        // The first sweep's backward pass, when the knots were differentiated behind the rollout.
+        // The first sweep, when the knots were differentiated behind the rollout.
         let mut first = None;
         let (ok, cost) = match rolled {
             Some(rolled) => rolled,
             None if history_free_threads => {
-                let (rolled, overlapped) = self.differentiate(true);
-                first = Some(overlapped);
-                rolled.expect("differentiate rolls out when asked")
+                let sweep = self.differentiate(true);
+                let rolled = sweep.rollout.expect("differentiate rolls out when asked");
+                first = Some(sweep);
+                rolled
             }
             None => self.initial_rollout(),
         };
@@ -640,13 +641,11 @@ impl Ddp {
             // The first backward pass at this mu, when it ran beside the derivatives.
             let mut overlapped = None;
             if !differentiated {
-                overlapped = match first.take() {
-                    Some(overlapped) => overlapped,
-                    None => self.differentiate(false).1,
-                };
+                let sweep = first.take().unwrap_or_else(|| self.differentiate(false));
+                overlapped = sweep.overlapped;
                 info.fallback_jacobians += self.data.iter().filter(|d| d.fallback).count();
                 info.unconverged_jacobians += self.data.iter().filter(|d| d.unconverged).count();
-                if !self.data.iter().all(|d| d.ok && finite_data(d)) || !finite_data(&self.terminal_data) {
+                if !sweep.finite {
                     info.status = Status::NonFinite;
                     return info;
                 }
@@ -766,22 +765,21 @@ impl Ddp {
 
     /// The derivatives of the terminal model and of every running knot along the current
     /// trajectory, after rolling the current controls out from `x0` if `roll_out` (as
-    /// [`Ddp::initial_rollout`], whose `(ok, cost)` it returns first; only on more than one
-    /// thread). On more than one thread the rollout's knots are differentiated behind it as it
-    /// goes, and the first backward pass at the current `mu` runs on this thread beside the
-    /// derivatives (module docs, "Threads"): its result (as [`Ddp::backward`]'s), or `None` if
-    /// it did not run, or met a knot whose derivatives are not finite (and then left the gains
-    /// as they were). After a failed rollout the knots are left as they are.
-    fn differentiate(&mut self, roll_out: bool) -> (Option<(bool, f64)>, Option<bool>) {
+    /// [`Ddp::initial_rollout`]). On more than one thread the rollout's knots are
+    /// differentiated behind it as it goes, and the first backward pass at the current `mu`
+    /// runs on this thread beside the derivatives (module docs, "Threads"). After a failed
+    /// rollout the knots are left as they are.
+    fn differentiate(&mut self, roll_out: bool) -> Sweep {
         let t = self.problem.horizon();
         let threads = self.settings.threads.clamp(1, t.max(1));
         if threads == 1 {
             let rollout = roll_out.then(|| self.initial_rollout());
+            let mut finite = false;
             if rollout.is_none_or(|(ok, _)| ok) {
                 self.problem.terminal.calc_diff(&mut self.terminal_data, &self.xs[t], &DVector::zeros(0));
-                self.differentiate_running();
+                finite = self.differentiate_running() && finite_data(&self.terminal_data);
             }
-            return (rollout, None);
+            return Sweep { rollout, finite, overlapped: None };
         }
         let d_before = self.d;
         let pool_threads = self.settings.threads - 1;
@@ -940,27 +938,31 @@ impl Ddp {
             }),
             None => here(),
         };
+        let knots_finite = all_finite && state.iter().all(|s| s.load(Ordering::Acquire) == KNOT_FINITE);
         if !passed {
-            return (rollout, None);
+            return Sweep { rollout, finite: false, overlapped: None };
         }
-        let all_finite = all_finite && state.iter().all(|s| s.load(Ordering::Acquire) == KNOT_FINITE);
-        if !all_finite {
+        if !knots_finite {
             // The sequential solve stops before its backward pass: undo this one's.
             for i in lowest..t {
                 k[i].clone_from(&k_backup[i]);
                 gains[i].clone_from(&gains_backup[i]);
             }
             *d = d_before;
-            return (rollout, None);
+            return Sweep { rollout, finite: false, overlapped: None };
         }
-        (rollout, Some(!failed && d.iter().all(|x| x.is_finite())))
+        Sweep { rollout, finite: true, overlapped: Some(!failed && d.iter().all(|x| x.is_finite())) }
     }
 
-    /// `calc_diff` of every running knot along the current trajectory, in order.
-    fn differentiate_running(&mut self) {
+    /// `calc_diff` of every running knot along the current trajectory, in order: whether every
+    /// knot's model succeeded with finite derivatives.
+    fn differentiate_running(&mut self) -> bool {
+        let mut finite = true;
         for (i, d) in self.data.iter_mut().enumerate() {
             self.problem.running[i].calc_diff(d, &self.xs[i], &self.us[i]);
+            finite &= d.ok && finite_data(d);
         }
+        finite
     }
 
     /// Gauss-Newton backward pass at the current `mu`; `false` if a `Q_uu` is not positive
@@ -1035,6 +1037,18 @@ impl Ddp {
             std::mem::swap(&mut self.trial, s);
         }
     }
+}
+
+/// What [`Ddp::differentiate`] did.
+struct Sweep {
+    /// The initial rollout's `(ok, cost)` when it ran one (as [`Ddp::initial_rollout`]'s).
+    rollout: Option<(bool, f64)>,
+    /// Whether every model succeeded with finite derivatives (the terminal one included).
+    finite: bool,
+    /// The first backward pass's result (as [`Ddp::backward`]'s) when it ran beside the
+    /// derivatives; `None` if it did not run, or met a knot whose derivatives are not finite
+    /// (and then left the gains as they were).
+    overlapped: Option<bool>,
 }
 
 /// A trial trajectory: the states, controls and knot data a forward pass writes.
