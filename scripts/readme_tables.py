@@ -129,7 +129,7 @@ def perf_table(p):
         f"| transition Jacobians against one step of ContactLab | {r['jacobians_relaxed_over_our_step']:.2f} steps "
         f"| - | - | <= 3 steps |",
         f"| one DDP iteration, 30 knots | {r['ddp_iteration_30_knots_ms']:.2f} ms | - | - | < 1.5 ms |",
-        f"| the same on 2 threads (backward pass beside the derivatives, trials in pairs) | {r['ddp_iteration_30_knots_2_threads_ms']:.2f} ms "
+        f"| the same on 2 threads (knots differentiated behind the rollout, backward pass beside them, trials in pairs) | {r['ddp_iteration_30_knots_2_threads_ms']:.2f} ms "
         f"| - | - | < 1.5 ms |",
         f"| 64 rollouts of 0.5 s, steps/s on 1 thread | {c['rollouts_64x250_1_threads_steps_per_s']:.0f} "
         f"| {m['rollouts_64x250_1_threads_steps_per_s']:.0f} | - | - |",

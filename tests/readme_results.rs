@@ -399,7 +399,7 @@ fn the_peer_benchmark_table_is_the_committed_run() {
         format!("| {:.2} steps |", f(r, "jacobians_relaxed_over_our_step")),
         format!("| {:.2} ms |", f(r, "ddp_iteration_30_knots_ms")),
         format!(
-            "| the same on 2 threads (backward pass beside the derivatives, trials in pairs) | {:.2} ms |",
+            "| the same on 2 threads (knots differentiated behind the rollout, backward pass beside them, trials in pairs) | {:.2} ms |",
             f(r, "ddp_iteration_30_knots_2_threads_ms")
         ),
         format!(

@@ -117,7 +117,10 @@
 //! of four 2.36), fastest 1.40-1.42 ms (1.68 in that run); one thread 2.09-2.33 / 2.04-2.11 ms
 //! throughout. Then, at a busier moment of the machine (medians of eight interleaved runs of
 //! 280 solves): threads spawned per sweep 1.94 ms (fastest 1.73); with the knots
-//! differentiated behind the initial rollout 1.86 (1.52); with the pool as well 1.57 (1.39).
+//! differentiated behind the initial rollout 1.86 (1.52); with the pool as well 1.57 (1.39);
+//! no thread sleeping within the iteration took a further 5 % (median ratio of ten interleaved
+//! pairs of runs). In 21 paired rounds (`scripts/reproduce perf`, README, *Against MuJoCo*):
+//! 1.41 ms on two threads, 2.55 ms on one (medians).
 //! Earlier still, with a pool of two rayon workers (on this two-core machine) instead of threads
 //! spawned per sweep, a criterion run took 3.29 ms against 2.42 ms on one thread; the pool now
 //! has one worker beside the calling thread.
