@@ -79,7 +79,7 @@
 //! pass that meets a `Q_uu` that is not positive definite stops there, as on one thread, and
 //! the next ones (at a larger `mu`) run on the calling thread alone. A model that panics while
 //! its knot is differentiated marks the knot done first, so that the pass does not wait for it
-//! forever; the panic reaches the caller when the threads are joined.
+//! forever; the panic reaches the caller when the sweep ends.
 //!
 //! Where every model's rollout depends on its state and control alone
 //! ([`ActionModel::history_free`]: no warm start from what a knot's buffers held before), two
@@ -824,7 +824,7 @@ impl Ddp {
             let mut d = lock(&cells[i]);
             // A model that panics marks its knot done (not finite) before the panic goes on, so
             // that the backward pass does not wait for it; the panic reaches the caller when
-            // the threads are joined.
+            // the sweep ends.
             let differentiated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 running[i].calc_diff(&mut d, &lock(&states[i]), &us[i]);
                 d.ok && finite_data(&d)
@@ -929,7 +929,7 @@ impl Ddp {
                     continue;
                 }
                 if !passed || failed || !all_finite || lowest == 0 {
-                    // Whatever is still being differentiated is joined with its thread.
+                    // Whatever is still being differentiated ends with the sweep.
                     break;
                 }
                 spin(&mut waits);
