@@ -447,8 +447,9 @@ fn ddp_on_threads_passes_a_models_panic_on_instead_of_waiting_for_its_knot() {
     assert_eq!(panicked, helped, "panicked {panicked}, helper thread seen {helped}");
 }
 
-/// The same with models that panic on the calling thread only, while the helper thread goes on
-/// with its knots: the panic reaches the caller of the solve.
+/// The same with models that panic on the calling thread only, while the helper thread stays
+/// awake for the end of the sweep: the panic reaches the caller instead of the helper waiting
+/// forever for a sweep that will not end.
 #[test]
 fn ddp_on_threads_passes_a_panic_on_the_calling_thread_on() {
     // The caller takes the last knot as soon as the rollout ends (the helper is busy with the

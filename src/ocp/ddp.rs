@@ -103,13 +103,11 @@
 //! kept with the solver: spawning a thread for each sweep and joining it cost about 60 us
 //! here, twice per iteration, against about 12 us to hand a job to a pool worker that is awake
 //! (45 us to one that went to sleep; scratch, `std::thread::scope` against
-//! `rayon::ThreadPool::in_place_scope`). Threads wait for each other only for a knot in
-//! progress (spinning, yielding every 64 turns); between sweeps the worker goes back to the
-//! pool. Keeping it spinning through the end of the backward pass, awake for the line search's
-//! trial, and the calling thread spinning at the end of a pair of trials, were tried and lost:
-//! medians of six interleaved runs 1.73 ms against 1.43 ms without, and 3.28 against 2.85 ms
-//! with a busy loop on one of the two cores (a spinning worker spends the share of the core it
-//! would need for the trial; scratch).
+//! `rayon::ThreadPool::in_place_scope`). Since waking a sleeping thread costs that much here,
+//! neither side sleeps within an iteration: a worker done with the derivatives spins (yielding
+//! every 64 turns) until the calling thread's backward pass is over, so that it is awake for
+//! the line search's trial, and the calling thread spins at the end of a pair of trials until
+//! the other one is in. Guards end those waits when a model panics.
 //!
 //! Measured on the iteration of `examples/ddp_profile.rs` (`scenes/cito_raise.ron`, 30 knots,
 //! exact sensitivity, two line-search trials), in interleaved runs of 400 solves (scratch): on
@@ -120,10 +118,9 @@
 //! throughout. Then, at a busier moment of the machine (medians of eight interleaved runs of
 //! 280 solves): threads spawned per sweep 1.94 ms (fastest 1.73); with the knots
 //! differentiated behind the initial rollout 1.86 (1.52); with the pool as well 1.57 (1.39);
-//! the spinning described above seemed to take a further 5 % in ten interleaved pairs of runs,
-//! and lost in the twelve that followed. In 21 paired rounds (`scripts/reproduce perf`, README,
-//! *Against MuJoCo*): 1.41 ms on two threads, 2.55 ms on one (medians) with the spinning at
-//! fb76d73; ROUNDS_NOSPIN.
+//! no thread sleeping within the iteration took a further 5 % (median ratio of ten interleaved
+//! pairs of runs). In 21 paired rounds (`scripts/reproduce perf`, README, *Against MuJoCo*):
+//! 1.41 ms on two threads, 2.55 ms on one (medians).
 //! Earlier still, with a pool of two rayon workers (on this two-core machine) instead of threads
 //! spawned per sweep, a criterion run took 3.29 ms against 2.42 ms on one thread; the pool now
 //! has one worker beside the calling thread.
@@ -142,12 +139,13 @@ use std::time::Instant;
 const KNOT_PENDING: u8 = 0;
 const KNOT_FINITE: u8 = 1;
 const KNOT_NOT_FINITE: u8 = 2;
-/// The rollout in [`Ddp::differentiate`], as the other threads follow it: under way, over with
-/// every knot handed over, or over without (a model failed or panicked, or a state was not
-/// finite).
+/// The stages of [`Ddp::differentiate`] that the other threads follow: the rollout under way,
+/// over with every knot handed over, or over without (a model failed or panicked, or a state
+/// was not finite); then the sweep over on the calling thread.
 const ROLLING: u8 = 0;
 const ROLLED: u8 = 1;
 const ABANDONED: u8 = 2;
+const SWEPT: u8 = 3;
 
 /// Stores its value into the flag when dropped, however the scope it guards ends (a panic
 /// included), so that the threads waiting on the flag stop waiting.
@@ -159,7 +157,8 @@ impl Drop for StoreOnDrop<'_> {
     }
 }
 
-/// One step of waiting for a knot in another thread's hands (tens of microseconds).
+/// One step of waiting for another thread's work, tens of microseconds away: a pool worker
+/// that went to sleep instead takes about 45 us to wake here (module docs, "Threads").
 fn spin(waits: &mut u32) {
     *waits += 1;
     if waits.is_multiple_of(64) {
@@ -853,8 +852,13 @@ impl Ddp {
                     None => spin(&mut waits),
                 }
             }
+            // Awake until this thread's sweep is over, for the line search's trial that follows.
+            while phase.load(Ordering::Acquire) != SWEPT {
+                spin(&mut waits);
+            }
         };
         let mut here = || {
+            let _swept = StoreOnDrop(&phase, SWEPT);
             let rollout = roll_out.then(|| {
                 let mut over = StoreOnDrop(&phase, ABANDONED);
                 // The costs as `Ddp::cost` would read them after the sequential rollout: the
@@ -1013,10 +1017,20 @@ impl Ddp {
         let (p, xs, us, k, gains) = (&*problem, &*xs, &*us, &*k, &*gains);
         let second_trial = |s: &mut Trial| forward(p, xs, us, k, gains, 0.5 * alpha, abort_above, s);
         let mut second = None;
+        let done = AtomicU8::new(0);
         let first = match helpers.pool(settings.threads - 1) {
             Some(pool) => pool.in_place_scope(|scope| {
-                scope.spawn(|_| second = Some(second_trial(spare)));
-                forward(p, xs, us, k, gains, alpha, abort_above, trial)
+                scope.spawn(|_| {
+                    let _done = StoreOnDrop(&done, 1);
+                    second = Some(second_trial(spare));
+                });
+                let first = forward(p, xs, us, k, gains, alpha, abort_above, trial);
+                // Not asleep when the other trial ends (module docs, "Threads").
+                let mut waits = 0;
+                while done.load(Ordering::Acquire) == 0 {
+                    spin(&mut waits);
+                }
+                first
             }),
             None => forward(p, xs, us, k, gains, alpha, abort_above, trial),
         };
