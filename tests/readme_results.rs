@@ -489,6 +489,23 @@ fn the_paired_rounds_table_is_the_committed_run() {
 
 /// The instruction counts against MuJoCo (`scripts/reproduce perfcount`,
 /// `docs/results/perf/instructions.json`), row by row.
+/// The 21 paired rounds without the spinning between DDP sweeps (f851a9c, reverted), which the
+/// README quotes against the rounds of the code as it stands.
+#[test]
+fn the_paired_rounds_without_spinning_are_the_committed_run() {
+    let p = json(&root().join("docs/results/perf/paired_without_spinning.json"));
+    assert!(p["machine"]["git_revision"].as_str().is_some_and(|r| r.starts_with("f851a9c")));
+    let ddp = &p["targets"]["ddp_iteration_2_threads_ms"];
+    let rounds = p["rounds"].as_u64().expect("rounds");
+    let quoted = format!(
+        "gave {:.2} ms ({}/{rounds} under 1.5 ms)",
+        f(ddp, "median"),
+        ddp["rounds_meeting_target"].as_u64().expect("rounds meeting")
+    );
+    let readme = readme().split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(readme.contains(&quoted), "README lacks {quoted:?}");
+}
+
 #[test]
 fn the_peer_instruction_counts_are_the_committed_run() {
     let readme = readme();

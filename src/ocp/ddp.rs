@@ -107,7 +107,14 @@
 //! neither side sleeps within an iteration: a worker done with the derivatives spins (yielding
 //! every 64 turns) until the calling thread's backward pass is over, so that it is awake for
 //! the line search's trial, and the calling thread spins at the end of a pair of trials until
-//! the other one is in. Guards end those waits when a model panics.
+//! the other one is in. Guards end those waits when a model panics. The evidence is mixed, and
+//! the choice follows the harness the README's rounds use: in `examples/peer_rounds.rs` the
+//! spinning won 10 of 12 alternating runs (medians 1.41 against 1.61 ms), and 21 paired rounds
+//! gave 1.41 ms with it (fb76d73) against 1.50 ms without (f851a9c, reverted); a scratch
+//! harness's twelve runs had it slower (1.73 against 1.43 ms), and with a busy loop on one of the
+//! two cores it is slower (3.28 against 2.85 ms: the spinning worker spends the share of the core
+//! it needs for the trial). With the second core busy, two threads are slower than one in every
+//! variant (2.4-2.7 ms on one).
 //!
 //! Measured on the iteration of `examples/ddp_profile.rs` (`scenes/cito_raise.ron`, 30 knots,
 //! exact sensitivity, two line-search trials), in interleaved runs of 400 solves (scratch): on
@@ -119,8 +126,9 @@
 //! 280 solves): threads spawned per sweep 1.94 ms (fastest 1.73); with the knots
 //! differentiated behind the initial rollout 1.86 (1.52); with the pool as well 1.57 (1.39);
 //! no thread sleeping within the iteration took a further 5 % (median ratio of ten interleaved
-//! pairs of runs). In 21 paired rounds (`scripts/reproduce perf`, README, *Against MuJoCo*):
-//! 1.41 ms on two threads, 2.55 ms on one (medians).
+//! pairs of runs; see above for the rest of the evidence). In 21 paired rounds at fb76d73
+//! (`scripts/reproduce perf`, README, *Against MuJoCo*): 1.41 ms on two threads, 2.55 ms on
+//! one (medians).
 //! Earlier still, with a pool of two rayon workers (on this two-core machine) instead of threads
 //! spawned per sweep, a criterion run took 3.29 ms against 2.42 ms on one thread; the pool now
 //! has one worker beside the calling thread.
