@@ -413,26 +413,32 @@ fn ddp_on_threads_puts_the_gains_back_when_a_knot_is_not_finite() {
     }
 }
 
-/// A 2-thread solve of the raise whose models panic when they are differentiated, as `panics`
-/// says of the thread that calls the solve: whether the panic reached that caller (the test
-/// fails if the solve has not returned within two minutes), whether the caller differentiated a
-/// knot, and whether another thread did.
-fn panic_on_threads(panics: fn(std::thread::ThreadId) -> Panics) -> (bool, bool, bool) {
-    let raise = Arc::new(Raise::new());
+/// A 2-thread solve of the raise whose models `configure` sets up (given the thread that calls
+/// the solve) to panic: whether the panic reached that caller (the test fails if the solve has
+/// not returned within two minutes), that thread, and the model with its records.
+fn panic_on_threads(
+    configure: fn(std::thread::ThreadId, OnThreads) -> OnThreads,
+) -> (bool, std::thread::ThreadId, OnThreads) {
+    let raise = Raise::new();
     let knots = 30;
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let caller = std::thread::current().id();
-        let model = OnThreads { panics: Some(panics(caller)), ..OnThreads::new(Arc::new(raise.action(None))) };
+        let model = configure(caller, OnThreads::new(Arc::new(raise.action(None))));
         let running: Arc<dyn ActionModel> = Arc::new(model.clone());
         let problem = raise.problem(vec![running; knots]);
         let mut ddp = Ddp::new(problem, Settings { max_iterations: 1, threads: 2, ..Default::default() });
         let guess = vec![raise.u.clone(); knots];
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ddp.solve(Some(&guess), None)));
-        let seen = model.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let _ = done.send((outcome.is_err(), seen.contains(&caller), seen.iter().any(|t| *t != caller)));
+        let _ = done.send((outcome.is_err(), caller, model));
     });
     finished.recv_timeout(std::time::Duration::from_secs(120)).expect("the solve did not return")
+}
+
+/// Whether the caller differentiated a knot, and whether another thread did.
+fn differentiated_by(caller: std::thread::ThreadId, model: &OnThreads) -> (bool, bool) {
+    let seen = model.seen.lock().unwrap_or_else(|e| e.into_inner());
+    (seen.contains(&caller), seen.iter().any(|t| *t != caller))
 }
 
 /// A model that panics while a knot is differentiated on two threads: the panic reaches the
@@ -442,7 +448,8 @@ fn panic_on_threads(panics: fn(std::thread::ThreadId) -> Panics) -> (bool, bool,
 /// every knot from the last down).
 #[test]
 fn ddp_on_threads_passes_a_models_panic_on_instead_of_waiting_for_its_knot() {
-    let (panicked, _, helped) = panic_on_threads(Panics::Off);
+    let (panicked, caller, model) = panic_on_threads(|t, m| OnThreads { panics: Some(Panics::Off(t)), ..m });
+    let (_, helped) = differentiated_by(caller, &model);
     // The helper thread differentiated (and so panicked) unless the caller took every knot first.
     assert_eq!(panicked, helped, "panicked {panicked}, helper thread seen {helped}");
 }
@@ -454,7 +461,8 @@ fn ddp_on_threads_passes_a_models_panic_on_instead_of_waiting_for_its_knot() {
 fn ddp_on_threads_passes_a_panic_on_the_calling_thread_on() {
     // The caller takes the last knot as soon as the rollout ends (the helper is busy with the
     // knots behind it, half a millisecond each).
-    let (panicked, differentiated_here, _) = panic_on_threads(Panics::On);
+    let (panicked, caller, model) = panic_on_threads(|t, m| OnThreads { panics: Some(Panics::On(t)), ..m });
+    let (differentiated_here, _) = differentiated_by(caller, &model);
     assert!(panicked && differentiated_here, "panicked {panicked}, the caller differentiated {differentiated_here}");
 }
 
@@ -463,26 +471,9 @@ fn ddp_on_threads_passes_a_panic_on_the_calling_thread_on() {
 /// instead of the solve waiting forever for a rollout that will not go on.
 #[test]
 fn ddp_on_threads_passes_a_panic_in_the_rollout_on() {
-    let raise = Arc::new(Raise::new());
-    let knots = 30;
-    let (done, finished) = std::sync::mpsc::channel();
-    let r = raise.clone();
-    std::thread::spawn(move || {
-        let half = knots / 2;
-        let model = OnThreads {
-            calc_waits_at: Some(half),
-            calc_panics_at: Some(half + 1),
-            ..OnThreads::new(Arc::new(r.action(None)))
-        };
-        let running: Arc<dyn ActionModel> = Arc::new(model.clone());
-        let problem = r.problem(vec![running; knots]);
-        let mut ddp = Ddp::new(problem, Settings { max_iterations: 1, threads: 2, ..Default::default() });
-        let guess = vec![r.u.clone(); knots];
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ddp.solve(Some(&guess), None)));
-        let behind = model.calls.lock().unwrap_or_else(|e| e.into_inner()).contains(&'d');
-        let _ = done.send((outcome.is_err(), behind));
-    });
-    let (panicked, behind) =
-        finished.recv_timeout(std::time::Duration::from_secs(120)).expect("the solve did not return");
+    // Halfway through the 30 knots' rollout, once the other thread has started on its knots.
+    let (panicked, _, model) =
+        panic_on_threads(|_, m| OnThreads { calc_waits_at: Some(15), calc_panics_at: Some(16), ..m });
+    let behind = model.calls.lock().unwrap_or_else(|e| e.into_inner()).contains(&'d');
     assert!(panicked && behind, "panicked {panicked}, knots differentiated behind the rollout {behind}");
 }

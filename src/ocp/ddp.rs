@@ -908,8 +908,7 @@ impl Ddp {
             // backward pass: the knots are differentiated, the pass does not run.
             let passed = finite_data(terminal_data);
             if passed {
-                bw.vx.clone_from(&terminal_data.lx);
-                bw.vxx.clone_from(&terminal_data.lxx);
+                bw.begin(terminal_data);
                 *d = [0.0; 2];
             }
             let (mut lowest, mut failed, mut all_finite) = (t, false, true);
@@ -984,7 +983,8 @@ impl Ddp {
     /// Gauss-Newton backward pass at the current `mu`; `false` if a `Q_uu` is not positive
     /// definite. All products go into the preallocated [`Backward`] buffers.
     fn backward(&mut self) -> bool {
-        self.backward_begin();
+        self.bw.begin(&self.terminal_data);
+        self.d = [0.0; 2];
         for i in (0..self.problem.horizon()).rev() {
             let Ddp { problem, data, bw, k, gains, us, mu, d, .. } = self;
             let knot =
@@ -994,13 +994,6 @@ impl Ddp {
             }
         }
         self.d.iter().all(|x| x.is_finite())
-    }
-
-    /// The backward pass's start: the terminal value function, no expected improvement yet.
-    fn backward_begin(&mut self) {
-        self.bw.vx.clone_from(&self.terminal_data.lx);
-        self.bw.vxx.clone_from(&self.terminal_data.lxx);
-        self.d = [0.0; 2];
     }
 
     /// Whether every model's cost is non-negative ([`ActionModel::nonnegative_cost`]).
@@ -1381,6 +1374,13 @@ struct Backward {
 }
 
 impl Backward {
+    /// The backward pass's start: the terminal value function (the expected improvement is the
+    /// solver's to reset).
+    fn begin(&mut self, terminal: &ActionData) {
+        self.vx.clone_from(&terminal.lx);
+        self.vxx.clone_from(&terminal.lxx);
+    }
+
     fn new() -> Self {
         let (v, m) = (DVector::zeros(0), DMatrix::zeros(0, 0));
         Self {
