@@ -167,6 +167,14 @@ fn relaxed_mpc_steps_to_recover_from_a_pull_the_pd_cannot_reject() {
 /// joint within 0.05 rad of its range. The same MPC without step sampling (the rotor scene's
 /// own) touches the trunk down from that start (docs/results/mpc/pull_starts_rotors), and so
 /// does the joint PD alone.
+///
+/// Checked over [`ulp_starts`] of that start, not on its one trajectory: a change of rounding
+/// anywhere in the step (a division taken as a product by the reciprocal in `ltl::factor`)
+/// left the recovery but put a joint 0.56 rad past its range, which none of the thirteen starts
+/// here does. On them, at 53d215a: with step sampling 13 of 13 recover this way (footfalls
+/// 13-31, recovery 0.93-1.70 s after the pull); without it 3 come back within 2 cm with the
+/// trunk clear but a joint 0.13-4.5 rad past its range, the other 10 touch the trunk down; the
+/// PD touches it down from all. The bounds below were set on these same runs.
 #[test]
 fn with_step_sampling_relaxed_mpc_steps_to_recover_from_100_n() {
     use contactlab::diff::Sensitivity;
@@ -182,17 +190,30 @@ fn with_step_sampling_relaxed_mpc_steps_to_recover_from_100_n() {
     let sweep = PullSweepSettings::default();
     let relaxed = SweepController::Mpc(Sensitivity::Relaxed { kappa: settings.kappa, delta: settings.delta });
     let lateral = PullDirection::Lateral;
-    let mpc = run_pull(&start, relaxed, &settings, &sweep, lateral, 100.0, None).unwrap();
-    eprintln!("MPC with step sampling: {mpc:?}");
-    assert!(mpc.recovered && mpc.footfalls >= 1 && !mpc.trunk_touched && mpc.failed_steps == 0, "{mpc:?}");
-    assert!(mpc.joint_range_excess <= 0.05 && mpc.sampled_starts > 0, "{mpc:?}");
     let without = MpcSettings { step_sampling: None, ..settings.clone() };
-    let plain = run_pull(&start, relaxed, &without, &sweep, lateral, 100.0, None).unwrap();
-    eprintln!("MPC without: {plain:?}");
-    assert!(!plain.recovered && plain.sampled_starts == 0, "{plain:?}");
-    let pd = run_pull(&start, SweepController::Baseline, &settings, &sweep, lateral, 100.0, None).unwrap();
-    eprintln!("PD: {pd:?}");
-    assert!(!pd.recovered, "{pd:?}");
+    // Recovered as the sweep's tables count it, and also with every joint within 0.05 rad of its
+    // range: without step sampling some starts come back by folding a leg through its limits.
+    let clean = |o: &contactlab::ocp::pull_sweep::PullOutcome| {
+        o.recovered && !o.trunk_touched && o.failed_steps == 0 && o.joint_range_excess <= 0.05
+    };
+    let (mut stepped, mut plain_recovered, mut pd_recovered) = (0, 0, 0);
+    let starts = ulp_starts(&start);
+    for st in &starts {
+        let mpc = run_pull(st, relaxed, &settings, &sweep, lateral, 100.0, None).unwrap();
+        eprintln!("MPC with step sampling: {mpc:?}");
+        stepped += usize::from(clean(&mpc) && mpc.footfalls >= 1 && mpc.sampled_starts > 0);
+        let plain = run_pull(st, relaxed, &without, &sweep, lateral, 100.0, None).unwrap();
+        eprintln!("MPC without: {plain:?}");
+        assert_eq!(plain.sampled_starts, 0, "{plain:?}");
+        plain_recovered += usize::from(clean(&plain));
+        let pd = run_pull(st, SweepController::Baseline, &settings, &sweep, lateral, 100.0, None).unwrap();
+        eprintln!("PD: {pd:?}");
+        pd_recovered += usize::from(clean(&pd));
+    }
+    let n = starts.len();
+    eprintln!("of {n} starts: with step sampling {stepped}, without {plain_recovered}, PD {pd_recovered}");
+    assert!(stepped >= 11, "with step sampling {stepped} of {n} recovered");
+    assert!(plain_recovered <= 3 && pd_recovered <= 3, "without {plain_recovered}, PD {pd_recovered} of {n}");
 }
 
 /// Fewer trots per replan take the eight in turn (`StepSampling::per_replan`), each with its
@@ -301,9 +322,18 @@ fn lean_replans_roll_out_fewer_trials_than_budgeted_ones_and_still_recover_by_st
 }
 
 /// Feedback warm starts (`scenes/mpc_step_feedback.ron`, `ocp::mpc` module docs): with two DDP
-/// iterations per replan the scene's own run recovers by stepping; the same scene with the
-/// shifted controls rolled out open loop, as every other scene starts its replans, does not come
-/// back within 2 cm in the 2 s after the pull.
+/// iterations per replan the scene's run recovers by stepping (back within 2 cm in the 2 s
+/// after the pull) more often than the same scene with the shifted controls rolled out open
+/// loop, as every other scene starts its replans.
+///
+/// Both are chaotic runs, so this is checked as rates over [`ulp_starts`] of the settled start
+/// rather than on its one trajectory, which a change of rounding anywhere in the step decides
+/// anew. On the thirteen starts at 53d215a: with feedback warm starts 12 recover, open loop 4
+/// (the settled start's own open-loop run among the nine that do not); with one division in
+/// `ltl::factor` taken as a product by the reciprocal instead (scratch), 13 and 9. So the open
+/// loop recovers about half the time, not never, as the single run had it. The bounds below were
+/// set on these runs; with both sides recovering half the time they would hold with a
+/// probability of 4 %, and with 0.92 and 0.5 fail with one of 4 %.
 #[test]
 fn feedback_warm_starts_recover_with_two_iterations_where_open_loop_ones_do_not() {
     use contactlab::ocp::mpc::MpcSettings;
@@ -311,9 +341,37 @@ fn feedback_warm_starts_recover_with_two_iterations_where_open_loop_ones_do_not(
     assert!(feedback.feedback_warm_start && feedback.iterations == 2, "{feedback:?}");
     let open_loop = MpcSettings { feedback_warm_start: false, ..feedback.clone() };
     let sim = s.settled(feedback.settle).unwrap();
-    let ((with, _), (without, _)) = (closed_loop_trials(&s, &sim, &feedback), closed_loop_trials(&s, &sim, &open_loop));
-    assert!(with.recovered && with.stepped && with.failed_replans == 0 && with.failed_steps == 0, "{with:?}");
-    assert!(!without.recovered, "{without:?}");
+    let starts = ulp_starts(&sim);
+    let (mut with_recovered, mut without_recovered) = (0, 0);
+    for st in &starts {
+        let ((with, _), (without, _)) = (closed_loop_trials(&s, st, &feedback), closed_loop_trials(&s, st, &open_loop));
+        eprintln!("with: {with:?}\nwithout: {without:?}");
+        assert!(with.stepped && with.failed_replans == 0 && with.failed_steps == 0, "{with:?}");
+        with_recovered += usize::from(with.recovered);
+        without_recovered += usize::from(without.recovered);
+    }
+    let n = starts.len();
+    eprintln!("of {n} starts: with feedback warm starts {with_recovered} recovered, open loop {without_recovered}");
+    assert!(with_recovered >= 10, "with feedback warm starts {with_recovered} of {n}");
+    assert!(with_recovered >= without_recovered + 2, "open loop {without_recovered} of {n}");
+}
+
+/// `start` and twelve copies of it with one joint angle moved by one ulp (joint 1 to 12 in
+/// turn): starts that differ as a change of rounding in the step would make them differ. The
+/// closed loops through a pull are chaotic (footfalls and recovery times scatter over these
+/// starts), so a claim about them is a rate over starts like these, not one trajectory's fate.
+fn ulp_starts(start: &contactlab::sim::Simulation) -> Vec<contactlab::sim::Simulation> {
+    // The floating base's seven coordinates come first.
+    let first_joint = 7;
+    assert_eq!(start.q.len(), first_joint + 12, "a 12-joint quadruped");
+    let mut out = vec![start.clone()];
+    for j in 0..12 {
+        let mut s = start.clone();
+        let i = first_joint + j;
+        s.q[i] = f64::from_bits(s.q[i].to_bits() + 1);
+        out.push(s);
+    }
+    out
 }
 
 /// The scene `scenes/{name}.ron` and its MPC settings.
