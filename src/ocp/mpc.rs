@@ -724,6 +724,16 @@ impl MpcDriver {
         self.pending = Some((position, rotation));
     }
 
+    /// Switches feedback warm starts ([`MpcSettings::feedback_warm_start`]) from the next replan
+    /// on, keeping the plan: a clone switched the other way replans from the same state and the
+    /// same previous plan, so the two warm starts can be compared replan by replan.
+    pub fn set_feedback_warm_start(&mut self, on: bool) {
+        self.spec.feedback_warm_start = on;
+        if let Some(m) = self.mpc.as_mut() {
+            m.feedback_warm_start = on;
+        }
+    }
+
     /// The target in force (a pending one first), if engaged or set.
     pub fn target(&self) -> Option<(Vector3<f64>, Matrix3<f64>)> {
         self.pending.or_else(|| self.mpc.as_ref().map(|m| m.target()))
