@@ -289,6 +289,10 @@ fn the_pull_starts_tables_are_the_committed_runs() {
         "pull_starts_step_feedback_fresh",
         "pull_starts_step_feedback_seeds20",
         "pull_starts_step_feedback_heldout",
+        "pull_starts_step_feedback_open_loop",
+        "pull_starts_step_feedback_open_loop_fresh",
+        "pull_starts_step_feedback_open_loop_seeds20",
+        "pull_starts_step_feedback_open_loop_heldout",
     ] {
         let file = root().join(format!("docs/results/mpc/{dir}/pull_starts.md"));
         let md = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));

@@ -117,11 +117,17 @@ fn compare(sim: &Simulation, u: &DVector<f64>, eps_b: f64) -> (Vec<(f64, f64)>, 
 }
 
 fn check(what: &str, errors: &[(f64, f64)]) {
+    check_within(what, errors, TOL);
+}
+
+/// [`check`] with `relaxed_tol` in place of [`TOL`] for the relaxed sensitivity.
+fn check_within(what: &str, errors: &[(f64, f64)], relaxed_tol: f64) {
     for (sensitivity, &(ea, eb)) in SENSITIVITIES.iter().zip(errors) {
         eprintln!("{what} {sensitivity:?}: rel err A {ea:.2e}, B {eb:.2e}");
     }
     for (sensitivity, &(ea, eb)) in SENSITIVITIES.iter().zip(errors) {
-        assert!(ea < TOL && eb < TOL, "{what} {sensitivity:?}: A {ea:e}, B {eb:e}");
+        let tol = if matches!(sensitivity, Sensitivity::Relaxed { .. }) { relaxed_tol } else { TOL };
+        assert!(ea < tol && eb < tol, "{what} {sensitivity:?}: A {ea:e}, B {eb:e}");
     }
 }
 
@@ -232,6 +238,12 @@ fn sliding_box_corner_matches_finite_differences() {
 
 /// The standing quadruped on slippery ground with its base pushed sideways: four feet sliding
 /// (sphere feet, so the contact-point torque terms are exercised).
+///
+/// The relaxed sensitivity is held to 3e-6 here, not [`TOL`]: at `kappa` 1e-13 its central-path
+/// system on sliding feet is ill-conditioned, and its error against the differences (7.5e-7 to
+/// 8.3e-7 over the three trials at 53d215a, where the exact sensitivity's is under 1e-8 for `A`)
+/// is rounding: it reached 1.05e-6 when one division in `ltl::factor` or `ltl::solve_l` was
+/// taken as a product by the reciprocal (scratch).
 #[test]
 fn sliding_feet_match_finite_differences() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join("quadruped_stand.ron");
@@ -254,7 +266,7 @@ fn sliding_feet_match_finite_differences() {
         s.ws.actuator_damping = damping;
         let (errors, modes) = compare(&s, &u, 3e-4);
         assert_eq!(modes.iter().filter(|m| **m == ContactMode::Sliding).count(), 4, "{modes:?}");
-        check(&format!("sliding feet trial {trial}"), &errors);
+        check_within(&format!("sliding feet trial {trial}"), &errors, 3e-6);
     }
 }
 
