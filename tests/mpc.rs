@@ -357,11 +357,7 @@ fn lean_replans_roll_out_fewer_trials_than_budgeted_ones_and_still_recover_by_st
 fn feedback_warm_starts_change_the_replans_through_the_shove() {
     let (s, settings) = scene_mpc("mpc_step_feedback");
     assert!(settings.feedback_warm_start && settings.iterations == 2, "{settings:?}");
-    let mut sim = s.settled(settings.settle).unwrap();
-    let mut driver = contactlab::ocp::mpc::MpcDriver::new(settings.clone());
-    driver.engage(&mut sim).unwrap();
-    let t0 = sim.t;
-    sim.pulls = s.pulls.iter().map(|p| Pull { start: p.start + t0, ..*p }).collect();
+    let (mut sim, mut driver) = engaged(&s, &settings);
     let (from, to) = (sim.pulls[0].start, sim.pulls[0].start + sim.pulls[0].duration + 0.5);
     let (mut replans, mut differ, mut lower) = (0, 0, 0);
     while sim.t < to {
@@ -386,6 +382,21 @@ fn feedback_warm_starts_change_the_replans_through_the_shove() {
     }
     eprintln!("{differ} of {replans} replans differ, {lower} of them lower with feedback warm starts");
     assert!(replans >= 50 && 3 * differ >= replans, "{differ} of {replans} replans differ");
+}
+
+/// The scene's settled start with an MPC driver engaged on it and the scene's pulls timed from
+/// the engagement, as `run_closed_loop` sets them up: for tests that step the closed loop
+/// themselves.
+fn engaged(
+    s: &Scene,
+    settings: &contactlab::ocp::mpc::MpcSettings,
+) -> (contactlab::sim::Simulation, contactlab::ocp::mpc::MpcDriver) {
+    let mut sim = s.settled(settings.settle).unwrap();
+    let mut driver = contactlab::ocp::mpc::MpcDriver::new(settings.clone());
+    driver.engage(&mut sim).unwrap();
+    let t0 = sim.t;
+    sim.pulls = s.pulls.iter().map(|p| Pull { start: p.start + t0, ..*p }).collect();
+    (sim, driver)
 }
 
 /// `start` and twelve copies of it with one joint angle moved by one ulp (joint 1 to 12 in
@@ -501,11 +512,7 @@ fn horizon_contact_solves_re_centered_by_contact_warm_start_mu_take_fewer_iterat
 #[test]
 fn a_cloned_driver_replays_the_closed_loop_cycle_bit_for_bit() {
     let (s, settings) = scene_mpc("mpc_step_lean");
-    let mut sim = s.settled(settings.settle).unwrap();
-    let mut driver = contactlab::ocp::mpc::MpcDriver::new(settings.clone());
-    driver.engage(&mut sim).unwrap();
-    let t0 = sim.t;
-    sim.pulls = s.pulls.iter().map(|p| Pull { start: p.start + t0, ..*p }).collect();
+    let (mut sim, mut driver) = engaged(&s, &settings);
     let substeps = (settings.knot_dt / sim.settings.dt).round() as usize;
     let k = 73;
     for _ in 0..k * substeps {
