@@ -71,7 +71,12 @@ fn derivatives_allocate_nothing() {
     let mut out3 = DMatrix::zeros(3, model.nv);
     let mut outn = DMatrix::zeros(model.nv, model.nv);
     let body = model.nbodies() - 1;
-    let forces = [PointForce { body, point: Vector3::new(0.1, 0.0, -0.3), force: Vector3::new(1.0, 2.0, 30.0) }];
+    let forces = [PointForce {
+        body,
+        point: Vector3::new(0.1, 0.0, -0.3),
+        force: Vector3::new(1.0, 2.0, 30.0),
+        torque: Vector3::new(0.5, -0.2, 0.1),
+    }];
 
     let p = Vector3::new(0.1, 0.0, -0.3);
     let mut count = |name: &str, f: &mut dyn FnMut(&mut Data)| {

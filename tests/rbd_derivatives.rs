@@ -11,6 +11,7 @@ use contactlab::dynamics::{
 };
 use contactlab::model::urdf::{load, RootJoint};
 use contactlab::model::{builtin, integrate, neutral, normalize, Data, Model};
+use contactlab::spatial::ang;
 use nalgebra::{DMatrix, DVector, Vector3};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -204,13 +205,24 @@ fn external_force_terms_match_finite_differences() {
             let points = random_points(&model, &mut rng, 3);
             let forces_world: Vec<Vector3<f64>> =
                 points.iter().map(|_| Vector3::from_fn(|_, _| rng.random_range(-50.0..50.0))).collect();
-            // Point forces at q: material points fixed in their bodies, forces fixed in the world.
+            // Pure torques on the first two points' bodies (a sphere foot's contact load), none on
+            // the third (a plain point force).
+            let torques: Vec<Vector3<f64>> = (0..points.len())
+                .map(|i| if i < 2 { Vector3::from_fn(|_, _| rng.random_range(-5.0..5.0)) } else { Vector3::zeros() })
+                .collect();
+            // Point forces at q: material points fixed in their bodies, forces and torques fixed
+            // in the world.
             let at = |d: &mut Data, q: &[f64]| -> Vec<PointForce> {
                 forward_kinematics(&model, d, q, None);
                 points
                     .iter()
-                    .zip(&forces_world)
-                    .map(|(&(body, local), &force)| PointForce { body, point: d.o_m_i[body].act_point(&local), force })
+                    .zip(forces_world.iter().zip(&torques))
+                    .map(|(&(body, local), (&force, &torque))| PointForce {
+                        body,
+                        point: d.o_m_i[body].act_point(&local),
+                        force,
+                        torque,
+                    })
                     .collect()
             };
             let pf = at(&mut data, s.q.as_slice());
@@ -224,6 +236,13 @@ fn external_force_terms_match_finite_differences() {
                 let mut tau = fd_data.tau.clone();
                 for p in &pf {
                     add_jt_force(&model, &fd_data.o_m_i, p.body, &p.point, &-p.force, tau.as_mut_slice());
+                    // - J_w^T t: the world angular axis of every DoF on the body's chain.
+                    for &b in &model.supports[p.body] {
+                        let j = &model.joints[b];
+                        for c in 0..j.nv() {
+                            tau[j.idx_v + c] -= (fd_data.o_m_i[b].rot * ang(&j.kind.subspace_col(c))).dot(&p.torque);
+                        }
+                    }
                 }
                 tau
             };

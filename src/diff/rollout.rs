@@ -268,7 +268,7 @@ pub fn rollout_gradient(
                 let pw = data.o_m_i[p.body].act_point(&p.point);
                 point_jacobian(model, &data.o_m_i, p.body, &pw, &mut data.jac3);
                 tau_ext.gemv_tr(1.0, &data.jac3, &p.force, 1.0);
-                loads.push(PointForce { body: p.body, point: pw, force: p.force });
+                loads.push(PointForce::new(p.body, pw, p.force));
                 if pull_index == Some(i) {
                     let unit = p.force / p.force.norm().max(f64::MIN_POSITIVE);
                     direction.gemv_tr(1.0, &data.jac3, &unit, 1.0);

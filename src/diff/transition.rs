@@ -15,10 +15,10 @@
 //! `C_i = [n t1 t2]`. The contact point of a sphere foot `p = c - r n` is not a material point
 //! (it slides over the sphere as the body turns, `n` fixed in the world), so `J_p^T f` is
 //! written as the force `f` at the material centre `c` plus the world-fixed pure torque
-//! `tau_i = -r n x f` (`J_p = J_c + r [n]x J_w`); the torque's generalized force `J_w^T tau`
-//! has `d (tau . w_k) / d q_j = tau . (w_j x w_k)` for `j ⪯ k`
-//! ([`jt_torque_derivative`]). `tau_ext` is an input vector of the step, held fixed, so it has
-//! no derivative. Then
+//! `tau_i = -r n x f` (`J_p = J_c + r [n]x J_w`), both world-fixed loads of
+//! [`rnea_derivatives_with_forces`](crate::dynamics::rnea_derivatives_with_forces), which folds
+//! them into its passes. `tau_ext` is an input vector of the step, held fixed, so it has no
+//! derivative. Then
 //!
 //! ```text
 //! dv+_fixed = -M~^-1 (h dtau/dq dq + (h dtau/dv - M~) dv - h S du).
@@ -77,9 +77,9 @@
 use super::signorini::{friction_linearization, SignoriniSolver};
 use crate::contact::solver::{ContactMode, ContactSolver, Info as SolverInfo, Status as SolverStatus};
 use crate::contact::Terrain;
-use crate::dynamics::kinematics_derivatives::{contact_velocity_derivatives, jt_torque_derivative};
+use crate::dynamics::kinematics_derivatives::contact_velocity_derivatives;
 use crate::dynamics::ltl;
-use crate::dynamics::rnea_derivatives::{rnea_derivatives_with_forces, PointForce};
+use crate::dynamics::rnea_derivatives::{rnea_derivatives_from_placements, PointForce};
 use crate::model::configuration::integrate_jacobians;
 use crate::model::{Data, Model};
 use crate::sim::step::{step, StepInfo, StepSettings, StepWorkspace};
@@ -317,7 +317,7 @@ type AfterStepArgs<'a> = (
 
 #[inline(always)]
 fn after_step(
-    (model, settings, ws, tw, (q, v), step_info, loads, direction, sensitivity, a, b, c_out): AfterStepArgs,
+    (model, settings, ws, tw, (_q, v), step_info, loads, direction, sensitivity, a, b, c_out): AfterStepArgs,
 ) -> TransitionInfo {
     let (nv, nu, h) = (model.nv, model.nu, settings.dt);
     assert_eq!(a.shape(), (2 * nv, 2 * nv), "transition_jacobians: a must be 2nv x 2nv");
@@ -342,20 +342,18 @@ fn after_step(
     for (c, &i) in ws.contacts.active.iter().enumerate() {
         let cp = &model.contact_points[ws.contacts.point_of(i)];
         let f = contact_force(ws, c, i) / h;
-        let centre = ws.contacts.point[i] + cp.radius * ws.contacts.normal[i];
-        tw.forces.push(PointForce { body: cp.body, point: centre, force: f });
+        let nrm = ws.contacts.normal[i];
+        let centre = ws.contacts.point[i] + cp.radius * nrm;
+        // The force at the contact point is the force at the centre and the torque -r n x f.
+        let torque = -(cp.radius * nrm.cross(&f));
+        tw.forces.push(PointForce { body: cp.body, point: centre, force: f, torque });
     }
     // External loads act like contact forces here: tau = rnea - sum J^T f, f world-fixed.
     tw.forces.extend_from_slice(loads);
-    rnea_derivatives_with_forces(model, &mut tw.data, q, v, tw.a_star.as_slice(), &tw.forces);
-    for (c, &i) in ws.contacts.active.iter().enumerate() {
-        let cp = &model.contact_points[ws.contacts.point_of(i)];
-        if cp.radius != 0.0 {
-            // tau - J_w^T tau_i with tau_i = -r n x f: pass -tau_i = r n x f.
-            let minus_torque = cp.radius * ws.contacts.normal[i].cross(&tw.forces[c].force);
-            jt_torque_derivative(model, &tw.data.o_m_i, cp.body, &minus_torque, &mut tw.data.dtau_dq);
-        }
-    }
+    // The step left the body placements at q in its workspace.
+    tw.data.li_m_i.copy_from_slice(&ws.data.li_m_i);
+    tw.data.o_m_i.copy_from_slice(&ws.data.o_m_i);
+    rnea_derivatives_from_placements(model, &mut tw.data, v, tw.a_star.as_slice(), &tw.forces);
 
     // Right-hand side -(h dtau/dq | h dtau/dv - M~ | -h S), then z = L^-T rhs (M~ = L^T L):
     // dv+_fixed = L^-1 z, dw_fixed = J dv+_fixed + .. = Y^T z + .. with Y = L^-T J^T, and

@@ -28,4 +28,6 @@ pub use kinematics_derivatives::{
     point_velocity_derivative,
 };
 pub use rnea::{nle, rnea};
-pub use rnea_derivatives::{rnea_derivatives, rnea_derivatives_with_forces, PointForce};
+pub use rnea_derivatives::{
+    rnea_derivatives, rnea_derivatives_from_placements, rnea_derivatives_with_forces, PointForce,
+};

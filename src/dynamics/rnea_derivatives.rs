@@ -35,21 +35,35 @@
 //! `d tau / d a = M(q)`, which [`crba`](super::crba::crba) computes.
 //!
 //! External forces. [`rnea_derivatives_with_forces`] takes world forces applied at points
-//! rigidly attached to bodies and held fixed in the world ([`PointForce`]); they enter as
-//! `tau = rnea(q, v, a) - sum J_p^T f` (the torque the joints must supply when the external
-//! forces help), and `d tau / d q` gets `- sum d (J_p^T f) / d q` from
-//! [`jt_force_derivative`]. A caller that only needs `d (J^T lambda) / d q` for a contact
-//! impulse calls [`jt_force_derivative`] directly (see `kinematics_derivatives` for contact
-//! frames).
+//! rigidly attached to bodies, with optional pure torques, all held fixed in the world
+//! ([`PointForce`]); they enter as `tau = rnea(q, v, a) - sum J^T F_e` (the torque the joints
+//! must supply when the external loads help), `F_e = [f; p x f + t]` about the world origin.
+//! They are folded into the passes above: `-F_e` joins its body's force `of_l`, so the subtree
+//! forces, `tau` and the rigid-transport term `J_j x* F_i` include it. A world-fixed load is not
+//! carried along by the rotation of its body, though: with `u_j = v_j + w_j x p`,
+//! `d F_e / d q_j = [0; u_j x f]` against the transport `J_j x* F_e`, and the difference
+//! (Jacobi's identity) is linear in `w_j` alone:
+//!
+//! ```text
+//! J_j x* F_e - d F_e / d q_j = Phi_e w_j,   Phi_e = [-[f]x; -[p]x [f]x - [t]x]   (6 x 3).
+//! ```
+//!
+//! So `d(-F_e)/dq_j = J_j x* (-F_e) + Phi_e w_j` for every `j` on the load's chain, and the
+//! formulas above take `+ J_k^T oPhi_c w_j` with `oPhi_c` the sum of `Phi_e` over the subtree of
+//! the deeper joint `c` of the pair (accumulated like `oYcrb`). This is Pinocchio's treatment
+//! of `fext`, for loads fixed in the world instead of in the body: O(1) per load rather than
+//! O(depth^2) with [`jt_force_derivative`](super::kinematics_derivatives::jt_force_derivative),
+//! which a caller that only needs `d (J^T lambda) / d q` calls directly (see
+//! `kinematics_derivatives` for contact frames).
 
 use super::kinematics::{joint_motion, joint_transform};
-use super::kinematics_derivatives::{add_jt_force, jt_force_derivative};
 use crate::model::{Data, Model};
 use crate::spatial::{ang, cross_force, cross_motion, lin, motion, skew};
-use nalgebra::{Matrix3, Matrix6, Vector3, Vector6};
+use nalgebra::{Matrix3, Matrix6, Matrix6x3, Vector3, Vector6};
 
-/// A world-frame force applied at a point rigidly attached to a body, both held fixed in the
-/// world while `q` varies (the point is material: it moves with the body).
+/// A world-frame force applied at a point rigidly attached to a body, and a pure torque on the
+/// body, both held fixed in the world while `q` varies (the point is material: it moves with the
+/// body).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PointForce {
     /// Body the point belongs to.
@@ -58,6 +72,15 @@ pub struct PointForce {
     pub point: Vector3<f64>,
     /// Force, world frame (N).
     pub force: Vector3<f64>,
+    /// Pure torque on the body, world frame (N m); zero for a plain point force.
+    pub torque: Vector3<f64>,
+}
+
+impl PointForce {
+    /// A point force without torque.
+    pub fn new(body: usize, point: Vector3<f64>, force: Vector3<f64>) -> Self {
+        Self { body, point, force, torque: Vector3::zeros() }
+    }
 }
 
 /// `d tau / d q` into `data.dtau_dq` and `d tau / d v` into `data.dtau_dv` (nv x nv, tangent
@@ -67,8 +90,9 @@ pub fn rnea_derivatives(model: &Model, data: &mut Data, q: &[f64], v: &[f64], a:
     rnea_derivatives_with_forces(model, data, q, v, a, &[]);
 }
 
-/// [`rnea_derivatives`] with external point forces: `tau = rnea(q, v, a) - sum_i J_pi^T f_i`
-/// and its derivatives (the forces are world-fixed; their points move with their bodies).
+/// [`rnea_derivatives`] with external point forces and torques:
+/// `tau = rnea(q, v, a) - sum_i (J_pi^T f_i + J_wi^T t_i)` and its derivatives (the loads are
+/// world-fixed; their points move with their bodies).
 pub fn rnea_derivatives_with_forces(
     model: &Model,
     data: &mut Data,
@@ -77,30 +101,46 @@ pub fn rnea_derivatives_with_forces(
     a: &[f64],
     forces: &[PointForce],
 ) {
+    let q = Some(q);
     crate::linalg::avx2_dispatch!(
         with_forces,
-        (model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: &[f64], forces: &[PointForce])
+        (model: &Model, data: &mut Data, q: Option<&[f64]>, v: &[f64], a: &[f64], forces: &[PointForce])
+    )
+}
+
+/// [`rnea_derivatives_with_forces`] at the configuration whose body placements `data.li_m_i`
+/// and `data.o_m_i` already hold (copied from a step's workspace, which computed them for the
+/// same `q`): the same numbers without the joint transforms' trigonometry.
+pub fn rnea_derivatives_from_placements(model: &Model, data: &mut Data, v: &[f64], a: &[f64], forces: &[PointForce]) {
+    let q = None;
+    crate::linalg::avx2_dispatch!(
+        with_forces,
+        (model: &Model, data: &mut Data, q: Option<&[f64]>, v: &[f64], a: &[f64], forces: &[PointForce])
     )
 }
 
 #[inline(always)]
-fn with_forces(model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: &[f64], forces: &[PointForce]) {
+fn with_forces(model: &Model, data: &mut Data, q: Option<&[f64]>, v: &[f64], a: &[f64], forces: &[PointForce]) {
     let a_world = motion(&(-model.gravity), &Vector3::zeros());
     for (i, j) in model.joints.iter().enumerate() {
         let (iq, iv, nv) = (j.idx_q, j.idx_v, j.nv());
-        let li = j.placement.compose(&joint_transform(&j.kind, &q[iq..iq + j.nq()]));
-        data.li_m_i[i] = li;
+        let li = match q {
+            Some(q) => {
+                let li = j.placement.compose(&joint_transform(&j.kind, &q[iq..iq + j.nq()]));
+                data.li_m_i[i] = li;
+                data.o_m_i[i] = match j.parent {
+                    Some(p) => data.o_m_i[p].compose(&li),
+                    None => li,
+                };
+                li
+            }
+            None => data.li_m_i[i],
+        };
         let vj = joint_motion(&j.kind, &v[iv..iv + nv]);
         let aj = joint_motion(&j.kind, &a[iv..iv + nv]);
         let (vp, ap, ov_p, oa_p) = match j.parent {
-            Some(p) => {
-                data.o_m_i[i] = data.o_m_i[p].compose(&li);
-                (li.act_inv_motion(&data.v[p]), li.act_inv_motion(&data.a[p]), data.ov[p], data.oa_gf[p])
-            }
-            None => {
-                data.o_m_i[i] = li;
-                (Vector6::zeros(), li.act_inv_motion(&a_world), Vector6::zeros(), a_world)
-            }
+            Some(p) => (li.act_inv_motion(&data.v[p]), li.act_inv_motion(&data.a[p]), data.ov[p], data.oa_gf[p]),
+            None => (Vector6::zeros(), li.act_inv_motion(&a_world), Vector6::zeros(), a_world),
         };
         let vi = vp + vj;
         let ai = ap + aj + cross_motion(&vi, &vj);
@@ -123,9 +163,24 @@ fn with_forces(model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: &[f64], 
         data.of[i] = oi * oa + cross_force(&ov, &h);
         data.o_ycrb[i] = oi;
         data.do_ycrb[i] = inertia_velocity_variation(&oi, &ov, &h);
+        data.o_phi[i] = Matrix6x3::zeros();
         data.ov[i] = ov;
         data.oa_gf[i] = oa;
     }
+
+    // External loads join their bodies' forces as -F_e (module docs).
+    for pf in forces {
+        let (f, p, t) = (&pf.force, &pf.point, &pf.torque);
+        data.of[pf.body] -= motion(f, &(p.cross(f) + t));
+        let fx = skew(f);
+        let mut phi = data.o_phi[pf.body];
+        let mut top = phi.fixed_view_mut::<3, 3>(0, 0);
+        top -= fx;
+        let mut bottom = phi.fixed_view_mut::<3, 3>(3, 0);
+        bottom -= skew(p) * fx + skew(t);
+        data.o_phi[pf.body] = phi;
+    }
+    let loaded = !forces.is_empty();
 
     data.dtau_dq.fill(0.0);
     data.dtau_dv.fill(0.0);
@@ -133,13 +188,16 @@ fn with_forces(model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: &[f64], 
         let j = &model.joints[i];
         let (iv, nv) = (j.idx_v, j.nv());
         let f = data.of[i];
-        let (y, dy) = (data.o_ycrb[i], data.do_ycrb[i]);
+        let (y, dy, phi) = (data.o_ycrb[i], data.do_ycrb[i], data.o_phi[i]);
         let ancestors = &model.supports[i][..model.supports[i].len() - 1];
         for c in 0..nv {
             let col = iv + c;
             data.tau[col] = data.oj[col].dot(&f);
             let dfdv = y * data.dadv[col] + dy * data.oj[col];
-            let dfdq = y * data.dadq[col] + dy * data.dvdq[col];
+            let mut dfdq = y * data.dadq[col] + dy * data.dvdq[col];
+            if loaded {
+                dfdq += phi * ang(&data.oj[col]);
+            }
             // Rows of this joint (j ⪯ k both ways for a free-flyer's own DoFs).
             for r in iv..iv + nv {
                 data.dtau_dq[(r, col)] = data.oj[r].dot(&dfdq);
@@ -161,10 +219,15 @@ fn with_forces(model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: &[f64], 
         for r in iv..iv + nv {
             let yk = y * data.oj[r];
             let dk = dy.tr_mul(&data.oj[r]);
+            let pk = phi.tr_mul(&data.oj[r]);
             for &b in ancestors {
                 let jb = &model.joints[b];
                 for col in jb.idx_v..jb.idx_v + jb.nv() {
-                    data.dtau_dq[(r, col)] = yk.dot(&data.dadq[col]) + dk.dot(&data.dvdq[col]);
+                    let mut d = yk.dot(&data.dadq[col]) + dk.dot(&data.dvdq[col]);
+                    if loaded {
+                        d += pk.dot(&ang(&data.oj[col]));
+                    }
+                    data.dtau_dq[(r, col)] = d;
                     data.dtau_dv[(r, col)] = yk.dot(&data.dadv[col]) + dk.dot(&data.oj[col]);
                 }
             }
@@ -173,13 +236,10 @@ fn with_forces(model: &Model, data: &mut Data, q: &[f64], v: &[f64], a: &[f64], 
             data.of[p] += f;
             data.o_ycrb[p] += y;
             data.do_ycrb[p] += dy;
+            if loaded {
+                data.o_phi[p] += phi;
+            }
         }
-    }
-
-    for pf in forces {
-        let minus_f = -pf.force;
-        add_jt_force(model, &data.o_m_i, pf.body, &pf.point, &minus_f, data.tau.as_mut_slice());
-        jt_force_derivative(model, &data.o_m_i, pf.body, &pf.point, &minus_f, &mut data.dtau_dq);
     }
 }
 

@@ -678,7 +678,7 @@ impl Env {
                 let pw = self.data.o_m_i[p.body].act_point(&p.point);
                 point_jacobian(m, &self.data.o_m_i, p.body, &pw, &mut self.data.jac3);
                 self.tau_ext.gemv_tr(1.0, &self.data.jac3, &p.force, 1.0);
-                self.loads.push(PointForce { body: p.body, point: pw, force: p.force });
+                self.loads.push(PointForce::new(p.body, pw, p.force));
             }
         }
         let x = (self.q.as_slice(), self.v.as_slice(), self.u.as_slice(), self.tau_ext.as_slice());

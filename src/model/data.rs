@@ -3,7 +3,7 @@
 
 use super::Model;
 use crate::spatial::{Inertia, Se3};
-use nalgebra::{DMatrix, DVector, Matrix6, Vector6};
+use nalgebra::{DMatrix, DVector, Matrix6, Matrix6x3, Vector6};
 
 #[derive(Clone, Debug)]
 pub struct Data {
@@ -59,6 +59,10 @@ pub struct Data {
     /// Composite `sum_l (ov_l x* I_l - I_l ov_l x + (I_l ov_l) x*-matrix)` over the subtree of
     /// each body, world frame (nbodies, 6 x 6): the `v`-linear part of `d f / d(motion)`.
     pub do_ycrb: Vec<Matrix6<f64>>,
+    /// Composite over the subtree of each body of the external forces' `Phi` (nbodies, 6 x 3):
+    /// how the world-fixed external loads differ from loads carried along by a rotation `w`
+    /// (`rnea_derivatives_with_forces`).
+    pub o_phi: Vec<Matrix6x3<f64>>,
     /// World-frame motion subspace column of each DoF, `J_j` (nv).
     pub oj: Vec<Vector6<f64>>,
     /// Per DoF `j`: `ov_parent x J_j` (nv).
@@ -110,6 +114,7 @@ impl Data {
             of: vec![Vector6::zeros(); nb],
             o_ycrb: vec![Matrix6::zeros(); nb],
             do_ycrb: vec![Matrix6::zeros(); nb],
+            o_phi: vec![Matrix6x3::zeros(); nb],
             oj: vec![Vector6::zeros(); nv],
             dvdq: vec![Vector6::zeros(); nv],
             dadq: vec![Vector6::zeros(); nv],

@@ -34,7 +34,9 @@ pub struct Settings {
     /// Diagonal regularization of the reduced Newton matrix, relative to `max_j G_jj`.
     /// Default `1e-13`, range `[0, 1e-3]`.
     pub regularization: f64,
-    /// Complementarity (normalized) a warm start is centered at. Default `1e-6`, range `(0, 1]`.
+    /// Complementarity (normalized) a warm start of the hard solve is centered at (a fixed-`kappa`
+    /// central-path solve starts at its own `kappa` instead, where that is in range). Default
+    /// `1e-6`, range `(0, 1]`.
     pub warm_start_mu: f64,
     /// Friction coefficients below this are raised to it (the cone must have an interior).
     /// Default `1e-6`, range `(0, 1e-2]`.
