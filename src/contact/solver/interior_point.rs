@@ -374,16 +374,19 @@ impl ContactSolver {
             for (l, &x) in self.lam[..n].iter_mut().zip(x) {
                 *l = x * inv_l;
             }
-            match centering {
-                Centering::Fixed(kappa) if super::settings::valid_warm_start_mu(kappa) => {
-                    self.initialize(kappa);
-                    self.center_loaded_pairs(kappa);
+            let stuck = centering == Centering::PredictorCorrector && self.stick(settings, &mut info);
+            if !stuck {
+                match centering {
+                    Centering::Fixed(kappa) if super::settings::valid_warm_start_mu(kappa) => {
+                        self.initialize(kappa);
+                        self.center_loaded_pairs(kappa);
+                    }
+                    _ => self.initialize(settings.warm_start_mu),
                 }
-                _ => self.initialize(settings.warm_start_mu),
-            }
-            self.drive(settings, centering, &mut info);
-            if matches!(info.status, Status::MaxIterations | Status::LinearSolveFailed) {
-                info.warm_started = false;
+                self.drive(settings, centering, &mut info);
+                if matches!(info.status, Status::MaxIterations | Status::LinearSolveFailed) {
+                    info.warm_started = false;
+                }
             }
         }
         if !info.warm_started && info.status != Status::NonFinite {
@@ -508,6 +511,57 @@ impl ContactSolver {
             self.s[i] = self.w[3 * i].max(mu0 / gam);
             self.psi[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]) + mu0 / (self.mu[i] * gam);
         }
+    }
+
+    /// The all-sticking answer of a warm start that loads every contact: `G~ lambda~ = -b~`
+    /// (`w = 0`), accepted if every impulse lies strictly inside its cone (`gamma > 0`,
+    /// `||l_t|| < mu gamma`), which makes it an exact Coulomb solution (every contact sticks,
+    /// `w_n = 0` with `gamma > 0`), and if the solver's own convergence test passes at it (slacks
+    /// `s = max(w_n, 0)`, `psi = ||w_t||`: only rounding is left). A robot standing still is
+    /// solved by one factorization instead of an interior-point iteration (its predictor and
+    /// corrector, the scalings and the step search). Anything else (a contact unloaded in the
+    /// warm start, a singular `G`, an impulse outside its cone) restores the warm start and
+    /// returns `false`, and the interior-point iteration runs from it as without this step.
+    /// `info` gets `Converged` with no iterations.
+    fn stick(&mut self, settings: &Settings, info: &mut Info) -> bool {
+        let k = self.k;
+        let n = 3 * k;
+        if k == 0 || (0..k).any(|i| self.lam[3 * i] <= 0.0) {
+            return false;
+        }
+        self.lu[..n * n].copy_from_slice(&self.gt[..n * n]);
+        // Relative pivots: a rank-deficient G (a box on four corners) has no unique sticking
+        // impulse, and its rounding residue must not pass for one.
+        if !lu_factor(&mut self.lu[..n * n], n, &mut self.piv[..n], PivotRule::Relative(1e-12)) {
+            return false;
+        }
+        self.lam0[..n].copy_from_slice(&self.lam[..n]);
+        for (l, &b) in self.lam[..n].iter_mut().zip(&self.bt[..n]) {
+            *l = -b;
+        }
+        lu_solve(&self.lu[..n * n], n, &self.piv[..n], &mut self.lam[..n]);
+        let inside = (0..k).all(|i| {
+            let gam = self.lam[3 * i];
+            gam > 0.0 && norm2(self.lam[3 * i + 1], self.lam[3 * i + 2]) < self.mu[i] * gam
+        });
+        if inside {
+            self.update_w();
+            for i in 0..k {
+                self.s[i] = self.w[3 * i].max(0.0);
+                self.psi[i] = norm2(self.w[3 * i + 1], self.w[3 * i + 2]);
+            }
+            let (residual, comp, margin) = self.residual(0.0);
+            if residual <= settings.tolerance || self.converged_at_floor(settings, 0.0) {
+                info.status = Status::Converged;
+                info.residual = residual;
+                info.complementarity = comp;
+                info.cone_margin = margin * self.lscale;
+                info.min_iterate_cone_margin = info.cone_margin;
+                return true;
+            }
+        }
+        self.lam[..n].copy_from_slice(&self.lam0[..n]);
+        false
     }
 
     /// Puts the normal pair of every loaded contact on the central path `gamma s = mu0`: a

@@ -74,7 +74,8 @@
 //! the step is halved until it passes. **Fast finish:** with `tau` fixed the last steps converge
 //! only by a factor `1 - tau` each, so when the mean complementarity is below `1e-3` a step with
 //! `tau = 1 - 1e-9` is tried first and kept only if it cuts the residual by `1e-3` (or lands below
-//! `0.1 tolerance`); a warm-started standing solve then takes 2 iterations instead of 3.
+//! `0.1 tolerance`); a warm-started standing solve then takes 2 iterations instead of 3 (without
+//! the sticking step of "Warm start" below, which solves it outright).
 //!
 //! **Fixed kappa.** [`ContactSolver::solve_central_path`] solves the same system at a fixed
 //! `kappa > 0` by the same scaled Newton steps aimed at that `kappa` (no predictor, no
@@ -262,6 +263,17 @@
 //! that every complementarity pair is about `mu0 = warm_start_mu` (normalized). A cold start is the
 //! same construction from `lambda = 0` with `mu0 = 1`. If a warm-started solve does not converge
 //! it is restarted cold (the iterations add up and `warm_started` is reported `false`).
+//!
+//! **Sticking step.** Before that, a hard solve whose warm start loads every contact
+//! (`l_n > 0`) tries the answer in which every contact sticks: `G~ lambda~ = -b~`, so `w = 0`.
+//! If every impulse lies strictly inside its cone that is an exact Coulomb solution (each
+//! contact sticks with `w_n = 0 <= l_n`), and it is returned (`Converged`, no iterations) once
+//! the convergence test below passes at it with `s = max(w_n, 0)`, `psi = ||w_t||`. This is
+//! the standing robot's step: one factorization of `G~` instead of an iteration. Otherwise
+//! (an unloaded contact, a singular `G`, an impulse outside its cone) the warm start goes to
+//! the iteration unchanged. A fixed-`kappa` solve starts instead from the warm start with its
+//! loaded pairs on its own central path (`gamma s = kappa`, the gap `s - w_n` left to Newton's
+//! exact step on that linear constraint).
 //!
 //! # Realized modes
 //! [`classify`]: `Separated` if `l_n <= separated_impulse` (absolute, N s) or `w_n >= G_nn l_n`,
