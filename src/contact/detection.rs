@@ -154,14 +154,17 @@ impl Contacts {
     /// `detect`; uses `data.jac3` as scratch.
     pub fn jacobian(&mut self, model: &Model, data: &mut Data) {
         // Rows (n, t1, t2) of the point Jacobian, written directly: only the contact's branch
-        // has nonzero columns.
+        // has nonzero columns. The active rows are zeroed column by column first (a row of the
+        // column-major matrix is strided).
+        let rows = self.jac.nrows();
+        let used = 3 * self.active.len();
+        for col in self.jac.as_mut_slice().chunks_exact_mut(rows) {
+            col[..used].fill(0.0);
+        }
         for (a, &i) in self.active.iter().enumerate() {
             let cp = &model.contact_points[self.point_of(i)];
             let p = self.point[i];
             let axes = [self.normal[i], self.t1[i], self.t2[i]];
-            for r in 0..3 {
-                self.jac.row_mut(3 * a + r).fill(0.0);
-            }
             for &b in &model.supports[cp.body] {
                 let j = &model.joints[b];
                 let o = &data.o_m_i[b];

@@ -445,7 +445,8 @@ fn after_step(
 
         // The contact law's linearization R_lambda dlambda + R_w dw = 0 at the point the
         // sensitivity asks for, then (R_lambda + R_w G) dlambda = -R_w dw_fixed.
-        tw.dw_fixed.columns_mut(0, n).copy_from(&tw.dw.columns(0, n));
+        // Both are ncols x 3k: columns 0..n are one contiguous block.
+        tw.dw_fixed.as_mut_slice()[..n * ncols].copy_from_slice(&tw.dw.as_slice()[..n * ncols]);
         for (c, &i) in ws.contacts.active.iter().enumerate() {
             tw.modes[c] = ws.modes[i];
         }

@@ -63,7 +63,7 @@ pub fn update_frame_placements(model: &Model, data: &mut Data) {
 /// `body`, written into `jac` (which must be 3 x nv; columns of non-ancestors are zeroed).
 /// Needs `forward_kinematics`.
 pub fn point_jacobian(model: &Model, o_m_i: &[Se3], body: usize, p_world: &Vector3<f64>, jac: &mut DMatrix<f64>) {
-    jac.fill(0.0);
+    jac.as_mut_slice().fill(0.0);
     for &b in &model.supports[body] {
         let j = &model.joints[b];
         let o = &o_m_i[b];

@@ -63,7 +63,7 @@ pub fn point_velocity_derivative(
     out: &mut DMatrix<f64>,
 ) {
     assert_eq!(out.shape(), (3, model.nv), "point_velocity_derivative: out must be 3 x nv");
-    out.fill(0.0);
+    out.as_mut_slice().fill(0.0);
     with_chain_columns(model, o_m_i, body, Some(p_world), |cols| point_velocity_columns(model, body, cols, v, out));
 }
 
@@ -81,8 +81,8 @@ pub fn contact_velocity_derivatives(
 ) {
     assert_eq!(d_point.shape(), (3, model.nv), "contact_velocity_derivatives: d_point must be 3 x nv");
     assert_eq!(d_omega.shape(), (3, model.nv), "contact_velocity_derivatives: d_omega must be 3 x nv");
-    d_point.fill(0.0);
-    d_omega.fill(0.0);
+    d_point.as_mut_slice().fill(0.0);
+    d_omega.as_mut_slice().fill(0.0);
     with_chain_columns(model, o_m_i, body, Some(p_world), |cols| {
         point_velocity_columns(model, body, cols, v, d_point);
         angular_velocity_columns(model, body, cols, v, d_omega);
@@ -256,7 +256,7 @@ fn angular_column(model: &Model, o_m_i: &[Se3], b: usize, c: usize) -> Vector3<f
 /// `R (e_j x e_k)` pattern of the right perturbation `M exp6(dq)`. Allocation-free.
 pub fn angular_velocity_derivative(model: &Model, o_m_i: &[Se3], body: usize, v: &[f64], out: &mut DMatrix<f64>) {
     assert_eq!(out.shape(), (3, model.nv), "angular_velocity_derivative: out must be 3 x nv");
-    out.fill(0.0);
+    out.as_mut_slice().fill(0.0);
     with_chain_columns(model, o_m_i, body, None, |cols| angular_velocity_columns(model, body, cols, v, out));
 }
 

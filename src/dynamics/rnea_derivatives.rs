@@ -182,8 +182,9 @@ fn with_forces(model: &Model, data: &mut Data, q: Option<&[f64]>, v: &[f64], a: 
     }
     let loaded = !forces.is_empty();
 
-    data.dtau_dq.fill(0.0);
-    data.dtau_dv.fill(0.0);
+    // As slices: nalgebra's `fill` steps through a strided iterator, entry by entry.
+    data.dtau_dq.as_mut_slice().fill(0.0);
+    data.dtau_dv.as_mut_slice().fill(0.0);
     for i in (0..model.joints.len()).rev() {
         let j = &model.joints[i];
         let (iv, nv) = (j.idx_v, j.nv());

@@ -98,8 +98,9 @@ pub fn integrate_jacobians(
     d_dq: &mut nalgebra::DMatrix<f64>,
     d_ddq: &mut nalgebra::DMatrix<f64>,
 ) {
-    d_dq.fill(0.0);
-    d_ddq.fill(0.0);
+    // As slices: nalgebra's `fill` steps through a strided iterator, entry by entry.
+    d_dq.as_mut_slice().fill(0.0);
+    d_ddq.as_mut_slice().fill(0.0);
     for j in &model.joints {
         let iv = j.idx_v;
         match j.kind {

@@ -333,8 +333,8 @@ pub fn stage_solve(ws: &mut StepWorkspace, settings: &solver::Settings) -> solve
         &mut ws.lambda_active.as_mut_slice()[..n],
         &mut ws.w_active.as_mut_slice()[..n],
     );
-    ws.lambda.fill(0.0);
-    ws.w.fill(0.0);
+    ws.lambda.as_mut_slice().fill(0.0);
+    ws.w.as_mut_slice().fill(0.0);
     ws.modes.fill(ContactMode::Separated);
     for (a, &i) in ws.contacts.active.iter().enumerate() {
         for r in 0..3 {
@@ -361,7 +361,7 @@ pub fn stage_integrate(
     let n = 3 * ws.contacts.n_active();
     let nv = model.nv;
     let y = ws.lt_inv_jt.as_slice();
-    ws.dq.fill(0.0);
+    ws.dq.as_mut_slice().fill(0.0);
     for r in 0..n {
         let l = ws.lambda_active[r];
         for &c in &ws.contacts.dofs[ws.contacts.active[r / 3]] {
