@@ -359,6 +359,48 @@ fn warm_start_reduces_iterations() {
     assert!(total_warm < total_cold, "warm {total_warm} vs cold {total_cold} iterations");
 }
 
+/// The sticking step: a warm start that loads every contact of an all-sticking problem is
+/// answered by one factorization, without an iteration, and exactly (`w = 0` to rounding); with
+/// one contact sliding the sticking impulse leaves that contact's cone and the iteration runs
+/// from the warm start as before.
+#[test]
+fn a_loaded_warm_start_of_a_sticking_problem_takes_the_sticking_step() {
+    let mut r = rng(21);
+    let settings = Settings::default();
+    let mut iterated = 0;
+    for trial in 0..20 {
+        let k = 1 + trial % 4;
+        let (g, _) = random_delassus(&mut r, k, 18);
+        let mu: Vec<f64> = (0..k).map(|_| r.random_range(0.3..1.0)).collect();
+        let mut solver = ContactSolver::new(k);
+        let (b, _) = planted(&mut r, &g, &mu, &vec![Kind::Stick; k]);
+        let first = solve_with(&mut solver, &settings, &g, &b, &mu, None);
+        assert_converged(&first.info);
+        assert!(first.info.iterations > 0);
+        // The next step's problem, warm-started from this one's answer.
+        let b2: Vec<f64> = b.iter().map(|x| x + 1e-6 * r.random_range(-1.0..1.0)).collect();
+        let warm = solve_with(&mut solver, &settings, &g, &b2, &mu, Some(&first.lambda));
+        assert_converged(&warm.info);
+        assert_eq!(warm.info.iterations, 0, "trial {trial}: {:?}", warm.info);
+        assert_coulomb(&g, &b2, &mu, &warm.lambda, &warm.w, 1e-12);
+        let w_max = warm.w.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        assert!(w_max <= 1e-12, "trial {trial}: |w| = {w_max:e}");
+
+        let mut kinds = vec![Kind::Stick; k];
+        kinds[0] = Kind::Slide;
+        let (b3, _) = planted(&mut r, &g, &mu, &kinds);
+        let first = solve_with(&mut solver, &settings, &g, &b3, &mu, None);
+        assert_converged(&first.info);
+        let warm = solve_with(&mut solver, &settings, &g, &b3, &mu, Some(&first.lambda));
+        assert_converged(&warm.info);
+        assert_coulomb(&g, &b3, &mu, &warm.lambda, &warm.w, 1e-6);
+        iterated += usize::from(warm.info.iterations > 0);
+    }
+    // A sticking answer inside every cone would be a Coulomb solution too (the law is not
+    // unique); with a planted sliding contact it is the exception.
+    assert!(iterated >= 18, "{iterated} of 20 sliding problems iterated");
+}
+
 #[test]
 fn non_finite_input_is_reported_without_panic() {
     let mut r = rng(4);

@@ -356,3 +356,27 @@ fn dlambda_of_a_sticking_stance_matches_finite_differences() {
     }
     assert!(worst < 1e-4, "dlambda/du against central differences: relative error {worst:.2e}");
 }
+
+/// The relaxed backward solve, warm-started from the hard solution of the settled stance (the
+/// scene's own solver settings), starts with its loaded pairs on its central path and
+/// converges in two Newton iterations (three from `warm_start_mu` with `s >= w_n`, where the
+/// shift `delta` put `gamma s` far above the path).
+#[test]
+fn the_relaxed_backward_solve_of_the_stance_takes_two_newton_iterations() {
+    let mut sim = scene("quadruped_stand.ron").simulation();
+    for _ in 0..500 {
+        assert_eq!(sim.step().status, StepStatus::Ok);
+    }
+    let model = &*sim.model;
+    let (nv, nu) = (model.nv, model.nu);
+    let tau_ext = DVector::zeros(nv);
+    let x = (sim.q.as_slice(), sim.v.as_slice(), sim.u.as_slice(), tau_ext.as_slice());
+    let (mut a, mut b) = (DMatrix::zeros(2 * nv, 2 * nv), DMatrix::zeros(2 * nv, nu));
+    let mut ws = sim.ws.clone();
+    let mut tw = TransitionWorkspace::new(model);
+    let relaxed = Sensitivity::Relaxed { kappa: 1e-6, delta: 1e-3 };
+    let info = transition_jacobians(model, &sim.terrain, &sim.settings, &mut ws, &mut tw, x, relaxed, &mut a, &mut b);
+    assert_eq!(info.status, TransitionStatus::Ok, "{info:?}");
+    assert_eq!(info.backward.status, contactlab::contact::solver::Status::Converged, "{info:?}");
+    assert!(info.backward.iterations <= 2, "{:?}", info.backward);
+}
