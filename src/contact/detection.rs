@@ -158,8 +158,10 @@ impl Contacts {
         // column-major matrix is strided).
         let rows = self.jac.nrows();
         let used = 3 * self.active.len();
-        for col in self.jac.as_mut_slice().chunks_exact_mut(rows) {
-            col[..used].fill(0.0);
+        if used > 0 {
+            for col in self.jac.as_mut_slice().chunks_exact_mut(rows) {
+                col[..used].fill(0.0);
+            }
         }
         for (a, &i) in self.active.iter().enumerate() {
             let cp = &model.contact_points[self.point_of(i)];
