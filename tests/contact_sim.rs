@@ -256,3 +256,24 @@ fn a_corner_sliding_into_a_step_does_not_enter_it() {
     assert!(touched_face, "the step's face never pushed back");
     assert!(max_pen <= 1e-4, "a corner went {max_pen} m into the terrain");
 }
+
+/// A robot without contact points (a URDF loaded with no contacts chosen) falls through the
+/// ground: the step runs with an empty contact problem, every time.
+#[test]
+fn a_model_without_contact_points_steps() {
+    let mut model = contactlab::model::builtin::quadruped().unwrap().model;
+    model.contact_points.clear();
+    let model = std::sync::Arc::new(model);
+    let q = contactlab::model::neutral(&model);
+    let v = nalgebra::DVector::zeros(model.nv);
+    let terrain = contactlab::contact::Terrain::flat(0.8);
+    let mut sim = Simulation::new(model, terrain, contactlab::sim::StepSettings::default(), q, v);
+    let z0 = sim.q[2];
+    for _ in 0..100 {
+        let info = sim.step();
+        assert_eq!(info.status, StepStatus::Ok, "{info:?}");
+        assert_eq!(info.active_contacts, 0);
+    }
+    // Free fall for 0.2 s: z drops by about g t^2 / 2.
+    assert!((z0 - sim.q[2] - 0.5 * 9.81 * 0.04).abs() < 0.01, "z {} -> {}", z0, sim.q[2]);
+}
