@@ -260,29 +260,6 @@ pub fn angular_velocity_derivative(model: &Model, o_m_i: &[Se3], body: usize, v:
     with_chain_columns(model, o_m_i, body, None, |cols| angular_velocity_columns(model, body, cols, v, out));
 }
 
-/// Adds `d (J_w^T tau) / d q` (nv x nv, tangent space) to `out` for a pure torque `tau_world`
-/// held fixed in the world and applied to `body` (`J_w` its world angular Jacobian): entry
-/// `(k, j)` is `tau . (w_j x w_k)` for `j ⪯ k`, zero otherwise. Allocation-free for chains of up to 48 DoFs;
-/// O(depth^2).
-pub fn jt_torque_derivative(
-    model: &Model,
-    o_m_i: &[Se3],
-    body: usize,
-    tau_world: &Vector3<f64>,
-    out: &mut DMatrix<f64>,
-) {
-    assert_eq!(out.shape(), (model.nv, model.nv), "jt_torque_derivative: out must be nv x nv");
-    with_chain_columns(model, o_m_i, body, None, |cols| {
-        for k in cols {
-            // tau . (w_j x w_k) = w_j . (w_k x tau), for every j with j ⪯ k.
-            let wk_x_tau = k.w.cross(tau_world);
-            for j in cols.iter().take_while(|j| j.pos <= k.pos) {
-                out[(k.dof, j.dof)] += j.w.dot(&wk_x_tau);
-            }
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

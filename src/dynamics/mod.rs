@@ -24,8 +24,7 @@ pub use kinematics::{
     center_of_mass, forward_kinematics, kinetic_energy, point_jacobian, spatial_momentum, update_frame_placements,
 };
 pub use kinematics_derivatives::{
-    angular_velocity_derivative, contact_velocity_derivatives, jt_force_derivative, jt_torque_derivative,
-    point_velocity_derivative,
+    angular_velocity_derivative, contact_velocity_derivatives, jt_force_derivative, point_velocity_derivative,
 };
 pub use rnea::{nle, rnea};
 pub use rnea_derivatives::{

@@ -173,12 +173,11 @@ fn with_forces(model: &Model, data: &mut Data, q: Option<&[f64]>, v: &[f64], a: 
         let (f, p, t) = (&pf.force, &pf.point, &pf.torque);
         data.of[pf.body] -= motion(f, &(p.cross(f) + t));
         let fx = skew(f);
-        let mut phi = data.o_phi[pf.body];
+        let phi = &mut data.o_phi[pf.body];
         let mut top = phi.fixed_view_mut::<3, 3>(0, 0);
         top -= fx;
         let mut bottom = phi.fixed_view_mut::<3, 3>(3, 0);
         bottom -= skew(p) * fx + skew(t);
-        data.o_phi[pf.body] = phi;
     }
     let loaded = !forces.is_empty();
 
@@ -220,7 +219,7 @@ fn with_forces(model: &Model, data: &mut Data, q: Option<&[f64]>, v: &[f64], a: 
         for r in iv..iv + nv {
             let yk = y * data.oj[r];
             let dk = dy.tr_mul(&data.oj[r]);
-            let pk = phi.tr_mul(&data.oj[r]);
+            let pk = if loaded { phi.tr_mul(&data.oj[r]) } else { Vector3::zeros() };
             for &b in ancestors {
                 let jb = &model.joints[b];
                 for col in jb.idx_v..jb.idx_v + jb.nv() {
