@@ -146,6 +146,9 @@ pub struct StepWorkspace {
     /// `Y = L^-T J^T` with `M + A + h D = L^T L` (`A` the armature) (nv x 3k, first `3 ka` columns used), so that
     /// `G = Y^T Y` and `M^-1 J^T = L^-1 Y`.
     pub lt_inv_jt: DMatrix<f64>,
+    /// The active contacts' columns of `Y` on their chains: `y_chain[a * nv + p]` holds the
+    /// three columns of contact `a` at the `p`-th dof of its chain (fourth lane zero).
+    pub y_chain: Vec<[f64; 4]>,
     /// Delassus matrix `G = J M^-1 J^T` (3k x 3k, top-left `3 ka` block used).
     pub delassus: DMatrix<f64>,
     /// Free-contact term `b` of the active contacts (3k, first `3 ka` used).
@@ -188,6 +191,7 @@ impl StepWorkspace {
             force: DVector::zeros(nv),
             v_free: DVector::zeros(nv),
             lt_inv_jt: DMatrix::zeros(nv, 3 * k),
+            y_chain: vec![[0.0; 4]; nv * k],
             delassus: DMatrix::zeros(3 * k, 3 * k),
             b: DVector::zeros(3 * k),
             mu: vec![0.0; k],
@@ -256,60 +260,75 @@ pub fn stage_delassus(ws: &mut StepWorkspace, h: f64) {
 
 #[inline(always)]
 fn delassus(ws: &mut StepWorkspace, h: f64) {
-    let n = 3 * ws.contacts.n_active();
+    let ka = ws.contacts.n_active();
     let nv = ws.v_free.len();
-    // Plain column-major slices: these loops are the hot part of the step.
     let rows = ws.contacts.jac.nrows();
     let jac = ws.contacts.jac.as_slice();
-    let y = ws.lt_inv_jt.as_mut_slice();
-    for a in 0..n / 3 {
-        let chain = &ws.contacts.dofs[ws.contacts.active[a]];
-        let cols = &mut y[3 * a * nv..(3 * a + 3) * nv];
-        cols.fill(0.0);
-        for (k, col) in cols.chunks_exact_mut(nv).enumerate() {
-            for &c in chain {
-                col[c] = jac[3 * a + k + c * rows];
+    let vf = ws.v_free.as_slice();
+    let (active, dofs) = (&ws.contacts.active, &ws.contacts.dofs);
+    // Each contact's three columns of Y live on its chain of dofs: they are built and solved
+    // in `y_chain`, one `[f64; 4]` per chain position (the three columns side by side, a
+    // fourth lane of zeros), so that a row update is one 4-wide operation and no index is
+    // gathered per column (`ltl::solve_lt_chain_packed`); `G`'s blocks are then contiguous
+    // passes over two chains' common prefix.
+    for a in 0..ka {
+        let chain = &dofs[active[a]];
+        let ya = &mut ws.y_chain[a * nv..a * nv + chain.len()];
+        let mut bb = [0.0; 3];
+        for (yp, &c) in ya.iter_mut().zip(chain) {
+            let jc = &jac[c * rows + 3 * a..c * rows + 3 * a + 3];
+            *yp = [jc[0], jc[1], jc[2], 0.0];
+            for k in 0..3 {
+                bb[k] += jc[k] * vf[c];
             }
         }
-        let (c0, rest) = cols.split_at_mut(nv);
-        let (c1, c2) = rest.split_at_mut(nv);
-        ltl::solve_lt_chain3(&ws.data.mass_ltl, chain, c0, c1, c2);
+        ws.b[3 * a] = bb[0] + ws.contacts.phi[active[a]] / h;
+        ws.b[3 * a + 1] = bb[1];
+        ws.b[3 * a + 2] = bb[2];
+        ws.mu[a] = ws.contacts.mu[active[a]];
+        ltl::solve_lt_chain_packed(&ws.data.mass_ltl, chain, ya);
     }
-    // G is symmetric: fill the upper triangle and mirror. Column `Y_i` is supported on the
-    // dofs of contact i's branch, so `Y_i . Y_j` only runs over the dofs the two branches
-    // share: the common prefix of their root-first dof lists.
+    // G = Y^T Y, a 3 x 3 block per pair of contacts. `Y_i . Y_j` only runs over the dofs the
+    // two branches share: the common prefix of their root-first dof lists, the same positions
+    // in both chains.
     let g = ws.delassus.as_mut_slice();
     let gr = 3 * ws.contacts.k;
-    let (active, dofs) = (&ws.contacts.active, &ws.contacts.dofs);
-    let ka = n / 3;
+    let yc = &ws.y_chain;
     for ca in 0..ka {
         let da = &dofs[active[ca]];
         for cb in ca..ka {
-            // The shared prefix, once per pair of contacts; contacts on one body share all of it.
             let db = &dofs[active[cb]];
-            let shared = &da[..da.iter().zip(db.iter()).take_while(|(a, b)| a == b).count()];
-            for i in 3 * ca..3 * ca + 3 {
-                let yi = &y[i * nv..(i + 1) * nv];
-                for j in (3 * cb).max(i)..3 * cb + 3 {
-                    let yj = &y[j * nv..(j + 1) * nv];
-                    let d: f64 = shared.iter().map(|&a| yi[a] * yj[a]).sum();
-                    g[i + j * gr] = d;
-                    g[j + i * gr] = d;
+            let s = da.iter().zip(db.iter()).take_while(|(a, b)| a == b).count();
+            let (ya, yb) = (&yc[ca * nv..ca * nv + s], &yc[cb * nv..cb * nv + s]);
+            // From -0.0, as `Iterator::sum` starts, so that an all-zero sum keeps its sign.
+            let mut acc = [[-0.0; 4]; 3];
+            for (pa, pb) in ya.iter().zip(yb) {
+                for k in 0..3 {
+                    for l in 0..4 {
+                        acc[k][l] += pa[k] * pb[l];
+                    }
+                }
+            }
+            for k in 0..3 {
+                for l in 0..3 {
+                    let (i, j) = (3 * ca + k, 3 * cb + l);
+                    g[i + j * gr] = acc[k][l];
+                    g[j + i * gr] = acc[k][l];
                 }
             }
         }
     }
-    let vf = ws.v_free.as_slice();
-    for r in 0..n {
-        let mut s = 0.0;
-        for &c in &dofs[active[r / 3]] {
-            s += jac[r + c * rows] * vf[c];
+    // The full `Y` (nv x 3k), which the transition Jacobians read.
+    let y = ws.lt_inv_jt.as_mut_slice();
+    for a in 0..ka {
+        let chain = &dofs[active[a]];
+        let cols = &mut y[3 * a * nv..(3 * a + 3) * nv];
+        cols.fill(0.0);
+        for (yp, &c) in ws.y_chain[a * nv..a * nv + chain.len()].iter().zip(chain) {
+            cols[c] = yp[0];
+            cols[nv + c] = yp[1];
+            cols[2 * nv + c] = yp[2];
         }
-        ws.b[r] = s;
-    }
-    for (a, &i) in ws.contacts.active.iter().enumerate() {
-        ws.b[3 * a] += ws.contacts.phi[i] / h;
-        ws.mu[a] = ws.contacts.mu[i];
     }
 }
 
@@ -358,14 +377,16 @@ pub fn stage_integrate(
     v_next: &mut [f64],
 ) {
     // M^-1 J^T lambda = L^-1 (Y lambda), computed in `dq` as scratch.
-    let n = 3 * ws.contacts.n_active();
     let nv = model.nv;
-    let y = ws.lt_inv_jt.as_slice();
-    ws.dq.as_mut_slice().fill(0.0);
-    for r in 0..n {
-        let l = ws.lambda_active[r];
-        for &c in &ws.contacts.dofs[ws.contacts.active[r / 3]] {
-            ws.dq[c] += y[c + r * nv] * l;
+    let dq = ws.dq.as_mut_slice();
+    dq.fill(0.0);
+    for (a, &i) in ws.contacts.active.iter().enumerate() {
+        let chain = &ws.contacts.dofs[i];
+        let l = &ws.lambda_active.as_slice()[3 * a..3 * a + 3];
+        for (yp, &c) in ws.y_chain[a * nv..a * nv + chain.len()].iter().zip(chain) {
+            dq[c] += yp[0] * l[0];
+            dq[c] += yp[1] * l[1];
+            dq[c] += yp[2] * l[2];
         }
     }
     ltl::solve_l(&ws.data.mass_ltl, &model.dof_parent, ws.dq.as_mut_slice());
