@@ -365,27 +365,34 @@ fn after_step(
     {
         let (m, dq, dv) = (ws.data.mass_matrix.as_slice(), tw.data.dtau_dq.as_slice(), tw.data.dtau_dv.as_slice());
         let z = tw.dv.as_mut_slice();
-        for c in 0..nv {
-            let col = c * nv..(c + 1) * nv;
-            for (x, &d) in z[c..].iter_mut().step_by(ncols).zip(&dq[col.clone()]) {
-                *x = -h * d;
-            }
-            for (x, (&mrc, &d)) in z[nv + c..].iter_mut().step_by(ncols).zip(m[col.clone()].iter().zip(&dv[col])) {
-                *x = mrc - h * d;
-            }
-        }
-    }
-    for c in 0..nv {
-        tw.dv[(nv + c, c)] += ws.mass_shift[c];
-    }
-    for c in 0..nu {
+        // A transpose with a strided read: unchecked, because a bounds check per entry cost
+        // more than the arithmetic (about 9 instructions an entry with checks).
+        assert!(ncols >= 2 * nv && z.len() >= nv * ncols && dq.len() >= nv * nv && dv.len() >= nv * nv);
+        assert!(m.len() >= nv * nv);
         for r in 0..nv {
-            tw.dv[(2 * nv + c, r)] = 0.0;
+            let zr = &mut z[r * ncols..r * ncols + 2 * nv];
+            for c in 0..nv {
+                // SAFETY: `r, c < nv`, so `r + c * nv < nv * nv <= len` of `dq`, `dv`, `m`
+                // (asserted above), and `nv + c < 2 nv = zr.len()`.
+                unsafe {
+                    let k = r + c * nv;
+                    *zr.get_unchecked_mut(c) = -h * dq.get_unchecked(k);
+                    *zr.get_unchecked_mut(nv + c) = m.get_unchecked(k) - h * dv.get_unchecked(k);
+                }
+            }
         }
-        tw.dv[(2 * nv + c, model.actuated_dofs[c])] = h;
     }
-    for r in 0..nv {
-        tw.dv[(ncols - 1, r)] = direction.map_or(0.0, |e| h * e[r]);
+    {
+        // Row by row: `tw.dv` holds the right-hand side's rows contiguously.
+        let z = tw.dv.as_mut_slice();
+        for (r, zr) in z.chunks_exact_mut(ncols).take(nv).enumerate() {
+            zr[nv + r] += ws.mass_shift[r];
+            zr[2 * nv..2 * nv + nu].fill(0.0);
+            zr[ncols - 1] = direction.map_or(0.0, |e| h * e[r]);
+        }
+        for (c, &d) in model.actuated_dofs.iter().enumerate() {
+            z[2 * nv + c + d * ncols] = h;
+        }
     }
     ltl::solve_lt_multi(&ws.data.mass_ltl, &model.dof_parent, tw.dv.as_mut_slice(), ncols);
 
@@ -430,15 +437,21 @@ fn after_step(
                 &mut tw.domega,
             );
             let axes = [nrm, ws.contacts.t1[i], ws.contacts.t2[i]];
+            // Plain slices: `dvc`, `domega` are 3 x nv column-major, `dw` holds row `row` of
+            // dw_fixed contiguously, the Jacobian's row `row` is strided by its row count.
+            let (dvc, dom) = (tw.dvc.as_slice(), tw.domega.as_slice());
+            let (jac, jrows) = (ws.contacts.jac.as_slice(), ws.contacts.jac.nrows());
+            let dwn = tw.dw.nrows();
             for (r, axis) in axes.iter().enumerate() {
                 let sigma: Vector3<f64> = cp.radius * axis.cross(&nrm);
                 let row = 3 * c + r;
-                for j in 0..nv {
-                    let mut d = axis.dot(&tw.dvc.column(j)) + sigma.dot(&tw.domega.column(j));
+                let dw_row = &mut tw.dw.as_mut_slice()[row * dwn..row * dwn + nv];
+                for (j, x) in dw_row.iter_mut().enumerate() {
+                    let mut d = dot3(axis, &dvc[3 * j..3 * j + 3]) + dot3(&sigma, &dom[3 * j..3 * j + 3]);
                     if r == 0 {
-                        d += ws.contacts.jac[(row, j)] / h;
+                        d += jac[row + j * jrows] / h;
                     }
-                    tw.dw[(j, row)] += d;
+                    *x += d;
                 }
             }
         }
@@ -583,8 +596,8 @@ fn after_step(
     for j in &model.joints {
         let (iv, w) = (j.idx_v, j.nv());
         let blk = tw.d_ddq.view((iv, iv), (w, w));
-        block_times_rows(h, blk, &tw.dv, iv, 0, a.view_mut((iv, 0), (w, 2 * nv)));
-        block_times_rows(h, blk, &tw.dv, iv, 2 * nv, b.view_mut((iv, 0), (w, nu)));
+        block_times_rows(h, blk, &tw.dv, iv, 0, a.as_mut_slice(), (2 * nv, iv, 2 * nv));
+        block_times_rows(h, blk, &tw.dv, iv, 2 * nv, b.as_mut_slice(), (2 * nv, iv, nu));
         let mut a_qq = a.view_mut((iv, iv), (w, w));
         a_qq += tw.d_dq.view((iv, iv), (w, w));
     }
@@ -592,14 +605,18 @@ fn after_step(
     {
         let z = tw.dv.as_slice();
         let (a_s, b_s) = (a.as_mut_slice(), b.as_mut_slice());
+        let ld = 2 * nv;
+        assert!(a_s.len() == ld * ld && b_s.len() == ld * nu && ncols >= ld + nu && z.len() >= nv * ncols);
         for r in 0..nv {
             let row = &z[r * ncols..(r + 1) * ncols];
-            for (x, &v) in a_s[nv + r..].iter_mut().step_by(2 * nv).zip(&row[..2 * nv]) {
-                *x = v;
-            }
-            if nu > 0 {
-                for (x, &v) in b_s[nv + r..].iter_mut().step_by(2 * nv).zip(&row[2 * nv..2 * nv + nu]) {
-                    *x = v;
+            // SAFETY: `nv + r < ld`, so `nv + r + c * ld < ld * ld` for `c < ld` and
+            // `< ld * nu` for `c < nu` (asserted lengths); `ld + c < ncols = row.len()`.
+            unsafe {
+                for c in 0..ld {
+                    *a_s.get_unchecked_mut(nv + r + c * ld) = *row.get_unchecked(c);
+                }
+                for c in 0..nu {
+                    *b_s.get_unchecked_mut(nv + r + c * ld) = *row.get_unchecked(ld + c);
                 }
             }
         }
@@ -617,6 +634,13 @@ fn after_step(
         }
     }
     info
+}
+
+/// `a . b` summed as nalgebra's `dot` of a `Vector3` sums it (left to right), so that the
+/// numbers do not change with the slices.
+#[inline(always)]
+fn dot3(a: &Vector3<f64>, b: &[f64]) -> f64 {
+    a.x * b[0] + a.y * b[1] + a.z * b[2]
 }
 
 /// Tikhonov shift (relative to the largest diagonal of G) used when the contact system is
@@ -756,7 +780,8 @@ fn solve_by_inverse(
 
 /// `out = alpha * blk * R` for the `w x w` block `blk` and the rows `row0..row0 + w` of the
 /// matrix `R` stored transposed in `rt` (row `row0 + k` of `R` is column `row0 + k` of `rt`),
-/// restricted to `R`'s columns `col0..col0 + out.ncols()`. Entries are summed as
+/// restricted to `R`'s columns `col0..col0 + ncols`, written into the rows `out_row0..` of
+/// the column-major `out` (leading dimension `ld_out`). Entries are summed as
 /// [`crate::linalg::gemm_into`] sums them (zeros of `R` skipped). Inlined so that it is
 /// compiled with its caller's AVX2.
 #[inline(always)]
@@ -766,7 +791,8 @@ fn block_times_rows(
     rt: &DMatrix<f64>,
     row0: usize,
     col0: usize,
-    mut out: nalgebra::DMatrixViewMut<'_, f64>,
+    out: &mut [f64],
+    (ld_out, out_row0, ncols): (usize, usize, usize),
 ) {
     // A joint has at most six DoFs (`JointKind::nv`): the block on the stack, a column of
     // the product in registers.
@@ -774,12 +800,19 @@ fn block_times_rows(
     let w = blk.nrows();
     assert!(w <= MAX, "block_times_rows: a joint block is at most 6 x 6");
     let (rs, ld) = (rt.as_slice(), rt.nrows());
+    assert!(out_row0 + w <= ld_out && ncols * ld_out <= out.len(), "block_times_rows: output out of range");
+    // `out` is column-major with leading dimension `ld_out`: entry (r, c) of the block at
+    // `out_row0 + r + c * ld_out` (plain indices: a view's checked 2-D indexing cost more).
     if w == 1 {
         // A revolute or prismatic joint (twelve of the quadruped's thirteen): a scaled row.
         let b = blk[(0, 0)];
-        for c in 0..out.ncols() {
-            let rc = rs[(col0 + c) + row0 * ld];
-            out[(0, c)] = if rc != 0.0 { (alpha * rc) * b } else { 0.0 };
+        let src = &rs[col0 + row0 * ld..col0 + row0 * ld + ncols];
+        for (c, &rc) in src.iter().enumerate() {
+            // SAFETY: `out_row0 < ld_out` and `c < ncols`, so the index is below
+            // `ncols * ld_out <= out.len()` (asserted above).
+            unsafe {
+                *out.get_unchecked_mut(out_row0 + c * ld_out) = if rc != 0.0 { (alpha * rc) * b } else { 0.0 };
+            }
         }
         return;
     }
@@ -789,7 +822,7 @@ fn block_times_rows(
             bl[r + MAX * k] = blk[(r, k)];
         }
     }
-    for c in 0..out.ncols() {
+    for c in 0..ncols {
         let mut acc = [0.0; MAX];
         for k in 0..w {
             let rkc = rs[(col0 + c) + (row0 + k) * ld];
@@ -800,8 +833,6 @@ fn block_times_rows(
                 }
             }
         }
-        for (r, &a) in acc[..w].iter().enumerate() {
-            out[(r, c)] = a;
-        }
+        out[out_row0 + c * ld_out..out_row0 + c * ld_out + w].copy_from_slice(&acc[..w]);
     }
 }
