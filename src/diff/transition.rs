@@ -402,19 +402,20 @@ fn after_step(
         // entries of Y's column r: contiguous passes over all columns at once. The chain's
         // entries alternate between two partial sums (as a dot product with two accumulators
         // would; the chain is short and one sum would be a dependent chain per column).
-        let y = ws.lt_inv_jt.as_slice();
+        // Y's entries come packed by chain position (`StepWorkspace::y_chain`).
+        let y = &ws.y_chain;
         let z = tw.dv.as_slice();
         let dw = tw.dw.as_mut_slice();
         let a1 = &mut tw.partial[..ncols];
         for r in 0..n {
             let chain = &ws.contacts.dofs[ws.contacts.active[r / 3]];
-            let yr = &y[r * nv..(r + 1) * nv];
+            let yr = &y[(r / 3) * nv..(r / 3) * nv + chain.len()];
             let a0 = &mut dw[r * ncols..(r + 1) * ncols];
             a0.fill(0.0);
             a1.fill(0.0);
-            for (p, &d) in chain.iter().enumerate() {
+            for (p, (&d, yp)) in chain.iter().zip(yr).enumerate() {
                 let (acc, yd, zd) =
-                    (if p % 2 == 0 { &mut *a0 } else { &mut *a1 }, yr[d], &z[d * ncols..(d + 1) * ncols]);
+                    (if p % 2 == 0 { &mut *a0 } else { &mut *a1 }, yp[r % 3], &z[d * ncols..(d + 1) * ncols]);
                 for (a, &zv) in acc.iter_mut().zip(zd) {
                     *a += yd * zv;
                 }
@@ -566,7 +567,6 @@ fn after_step(
 
         // z += Y dlambda, a contact (three columns of Y on one chain) at a time, so each
         // entry of z is loaded and stored once per contact rather than once per row.
-        let y = ws.lt_inv_jt.as_slice();
         let z = tw.dv.as_mut_slice();
         let dl = tw.dw.as_slice();
         for a in 0..ka {
@@ -577,8 +577,8 @@ fn after_step(
                 &dl[(r0 + 1) * ncols..(r0 + 2) * ncols],
                 &dl[(r0 + 2) * ncols..(r0 + 3) * ncols],
             );
-            for &d in chain {
-                let (y0, y1, y2) = (y[r0 * nv + d], y[(r0 + 1) * nv + d], y[(r0 + 2) * nv + d]);
+            for (&d, yp) in chain.iter().zip(&ws.y_chain[a * nv..a * nv + chain.len()]) {
+                let (y0, y1, y2) = (yp[0], yp[1], yp[2]);
                 for (c, zv) in z[d * ncols..(d + 1) * ncols].iter_mut().enumerate() {
                     *zv += y0 * l0[c] + y1 * l1[c] + y2 * l2[c];
                 }

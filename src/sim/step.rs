@@ -143,11 +143,10 @@ pub struct StepWorkspace {
     pub force: DVector<f64>,
     /// Free velocity (nv).
     pub v_free: DVector<f64>,
-    /// `Y = L^-T J^T` with `M + A + h D = L^T L` (`A` the armature) (nv x 3k, first `3 ka` columns used), so that
-    /// `G = Y^T Y` and `M^-1 J^T = L^-1 Y`.
-    pub lt_inv_jt: DMatrix<f64>,
-    /// The active contacts' columns of `Y` on their chains: `y_chain[a * nv + p]` holds the
-    /// three columns of contact `a` at the `p`-th dof of its chain (fourth lane zero).
+    /// `Y = L^-T J^T` with `M + A + h D = L^T L` (`A` the armature), so that `G = Y^T Y` and
+    /// `M^-1 J^T = L^-1 Y`. Contact `a`'s three columns are zero off its chain of dofs, so only
+    /// the chain is kept: `y_chain[a * nv + p]` holds them at the `p`-th dof of
+    /// `contacts.dofs[contacts.active[a]]` (fourth lane zero; first `ka` chains used).
     pub y_chain: Vec<[f64; 4]>,
     /// Delassus matrix `G = J M^-1 J^T` (3k x 3k, top-left `3 ka` block used).
     pub delassus: DMatrix<f64>,
@@ -190,7 +189,6 @@ impl StepWorkspace {
             contacts: Contacts::new(model),
             force: DVector::zeros(nv),
             v_free: DVector::zeros(nv),
-            lt_inv_jt: DMatrix::zeros(nv, 3 * k),
             y_chain: vec![[0.0; 4]; nv * k],
             delassus: DMatrix::zeros(3 * k, 3 * k),
             b: DVector::zeros(3 * k),
@@ -316,18 +314,6 @@ fn delassus(ws: &mut StepWorkspace, h: f64) {
                     g[j + i * gr] = acc[k][l];
                 }
             }
-        }
-    }
-    // The full `Y` (nv x 3k), which the transition Jacobians read.
-    let y = ws.lt_inv_jt.as_mut_slice();
-    for a in 0..ka {
-        let chain = &dofs[active[a]];
-        let cols = &mut y[3 * a * nv..(3 * a + 3) * nv];
-        cols.fill(0.0);
-        for (yp, &c) in ws.y_chain[a * nv..a * nv + chain.len()].iter().zip(chain) {
-            cols[c] = yp[0];
-            cols[nv + c] = yp[1];
-            cols[2 * nv + c] = yp[2];
         }
     }
 }
