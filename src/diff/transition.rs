@@ -80,7 +80,7 @@ use crate::contact::Terrain;
 use crate::dynamics::kinematics_derivatives::contact_velocity_derivatives;
 use crate::dynamics::ltl;
 use crate::dynamics::rnea_derivatives::{rnea_derivatives_from_placements, PointForce};
-use crate::model::configuration::integrate_jacobians;
+use crate::model::configuration::integrate_jacobian_blocks;
 use crate::model::{Data, Model};
 use crate::sim::step::{step, StepInfo, StepSettings, StepWorkspace};
 use nalgebra::{DMatrix, DVector, Dyn, Vector3};
@@ -443,16 +443,19 @@ fn after_step(
             let (dvc, dom) = (tw.dvc.as_slice(), tw.domega.as_slice());
             let (jac, jrows) = (ws.contacts.jac.as_slice(), ws.contacts.jac.nrows());
             let dwn = tw.dw.nrows();
+            // Only the chain's columns: the others of `dvc`, `domega` and the Jacobian's row are
+            // zero, and adding a zero leaves the entry as it is.
+            let chain = &ws.contacts.dofs[i];
             for (r, axis) in axes.iter().enumerate() {
                 let sigma: Vector3<f64> = cp.radius * axis.cross(&nrm);
                 let row = 3 * c + r;
                 let dw_row = &mut tw.dw.as_mut_slice()[row * dwn..row * dwn + nv];
-                for (j, x) in dw_row.iter_mut().enumerate() {
+                for &j in chain {
                     let mut d = dot3(axis, &dvc[3 * j..3 * j + 3]) + dot3(&sigma, &dom[3 * j..3 * j + 3]);
                     if r == 0 {
                         d += jac[row + j * jrows] / h;
                     }
-                    *x += d;
+                    dw_row[j] += d;
                 }
             }
         }
@@ -591,8 +594,9 @@ fn after_step(
     for i in 0..nv {
         tw.col[i] = h * tw.v_next[i];
     }
-    integrate_jacobians(model, tw.col.as_slice(), &mut tw.d_dq, &mut tw.d_ddq);
-    // Both Jacobians are block diagonal per joint: multiply block by block.
+    // Both Jacobians are block diagonal per joint and only their blocks are read: multiply
+    // block by block.
+    integrate_jacobian_blocks(model, tw.col.as_slice(), &mut tw.d_dq, &mut tw.d_ddq);
     for j in &model.joints {
         let (iv, w) = (j.idx_v, j.nv());
         let blk = tw.d_ddq.view((iv, iv), (w, w));

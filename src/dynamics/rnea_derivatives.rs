@@ -184,63 +184,109 @@ fn with_forces(model: &Model, data: &mut Data, q: Option<&[f64]>, v: &[f64], a: 
     // As slices: nalgebra's `fill` steps through a strided iterator, entry by entry.
     data.dtau_dq.as_mut_slice().fill(0.0);
     data.dtau_dv.as_mut_slice().fill(0.0);
+    let nvt = model.nv;
+    // Column-major nv x nv slices: entry (r, c) at `r + c nv`. The subtree quantities are read
+    // in place (a copy of the two 6 x 6 composites per joint cost more than their use).
+    let (dtq, dtv) = (data.dtau_dq.as_mut_slice(), data.dtau_dv.as_mut_slice());
+    let (oj, dadq, dadv, dvdq) = (&data.oj, &data.dadq, &data.dadv, &data.dvdq);
     for i in (0..model.joints.len()).rev() {
         let j = &model.joints[i];
         let (iv, nv) = (j.idx_v, j.nv());
         let f = data.of[i];
-        let (y, dy, phi) = (data.o_ycrb[i], data.do_ycrb[i], data.o_phi[i]);
-        let ancestors = &model.supports[i][..model.supports[i].len() - 1];
+        let (y, dy, phi) = (&data.o_ycrb[i], &data.do_ycrb[i], &data.o_phi[i]);
         for c in 0..nv {
             let col = iv + c;
-            data.tau[col] = data.oj[col].dot(&f);
-            let dfdv = y * data.dadv[col] + dy * data.oj[col];
-            let mut dfdq = y * data.dadq[col] + dy * data.dvdq[col];
+            data.tau[col] = oj[col].dot(&f);
+            let dfdv = mul6(y, &dadv[col]) + mul6(dy, &oj[col]);
+            let mut dfdq = mul6(y, &dadq[col]) + mul6(dy, &dvdq[col]);
             if loaded {
-                dfdq += phi * ang(&data.oj[col]);
+                dfdq += phi * ang(&oj[col]);
             }
+            let (cq, cv) = (&mut dtq[col * nvt..(col + 1) * nvt], &mut dtv[col * nvt..(col + 1) * nvt]);
             // Rows of this joint (j ⪯ k both ways for a free-flyer's own DoFs).
             for r in iv..iv + nv {
-                data.dtau_dq[(r, col)] = data.oj[r].dot(&dfdq);
-                data.dtau_dv[(r, col)] = data.oj[r].dot(&dfdv);
+                cq[r] = oj[r].dot(&dfdq);
+                cv[r] = oj[r].dot(&dfdv);
             }
             // Rows of strict ancestors: their columns J_k do not move with dq_j, so the rigid
-            // transport of the subtree force does not cancel.
-            let dfdq_up = dfdq + cross_force(&data.oj[col], &f);
-            for &b in ancestors {
-                let jb = &model.joints[b];
-                for r in jb.idx_v..jb.idx_v + jb.nv() {
-                    data.dtau_dq[(r, col)] = data.oj[r].dot(&dfdq_up);
-                    data.dtau_dv[(r, col)] = data.oj[r].dot(&dfdv);
-                }
+            // transport of the subtree force does not cancel. (Up the dof chain from the
+            // joint's first dof: the ancestors' dofs, each entry on its own.)
+            let dfdq_up = dfdq + cross_force(&oj[col], &f);
+            let mut r = model.dof_parent[iv];
+            while r != NO_DOF {
+                cq[r] = oj[r].dot(&dfdq_up);
+                cv[r] = oj[r].dot(&dfdv);
+                r = model.dof_parent[r];
             }
         }
         // Rows of this joint, columns of strict ancestors: J_k^T oYcrb = (oYcrb J_k)^T as
         // oYcrb is symmetric, so each row needs two 6-vectors.
         for r in iv..iv + nv {
-            let yk = y * data.oj[r];
-            let dk = dy.tr_mul(&data.oj[r]);
-            let pk = if loaded { phi.tr_mul(&data.oj[r]) } else { Vector3::zeros() };
-            for &b in ancestors {
-                let jb = &model.joints[b];
-                for col in jb.idx_v..jb.idx_v + jb.nv() {
-                    let mut d = yk.dot(&data.dadq[col]) + dk.dot(&data.dvdq[col]);
-                    if loaded {
-                        d += pk.dot(&ang(&data.oj[col]));
-                    }
-                    data.dtau_dq[(r, col)] = d;
-                    data.dtau_dv[(r, col)] = yk.dot(&data.dadv[col]) + dk.dot(&data.oj[col]);
+            let yk = mul6(y, &oj[r]);
+            let dk = tr_mul6(dy, &oj[r]);
+            let pk = if loaded { phi.tr_mul(&oj[r]) } else { Vector3::zeros() };
+            let mut col = model.dof_parent[iv];
+            while col != NO_DOF {
+                let mut d = yk.dot(&dadq[col]) + dk.dot(&dvdq[col]);
+                if loaded {
+                    d += pk.dot(&ang(&oj[col]));
                 }
+                dtq[r + col * nvt] = d;
+                dtv[r + col * nvt] = yk.dot(&dadv[col]) + dk.dot(&oj[col]);
+                col = model.dof_parent[col];
             }
         }
         if let Some(p) = j.parent {
+            // p < i (parents come first), so the parent is in the lower half.
             data.of[p] += f;
-            data.o_ycrb[p] += y;
-            data.do_ycrb[p] += dy;
+            let (lo, hi) = data.o_ycrb.split_at_mut(i);
+            lo[p] += &hi[0];
+            let (lo, hi) = data.do_ycrb.split_at_mut(i);
+            lo[p] += &hi[0];
             if loaded {
-                data.o_phi[p] += phi;
+                let (lo, hi) = data.o_phi.split_at_mut(i);
+                lo[p] += &hi[0];
             }
         }
     }
+}
+
+/// `Model::dof_parent` of a root dof.
+const NO_DOF: usize = usize::MAX;
+
+/// `m x`, summed over the columns of `m` in order as nalgebra's product does (the same bits).
+/// Written out because nalgebra's generic product, inlined into the AVX2 copy with the 6 x 6
+/// blocks read in place, compiled to a register-to-register VEX `vmovq`, which valgrind 3.19
+/// (the instruction counter of `scripts/reproduce perfcount`) cannot decode.
+#[inline(always)]
+fn mul6(m: &Matrix6<f64>, x: &Vector6<f64>) -> Vector6<f64> {
+    let s = m.as_slice();
+    let mut o = [0.0; 6];
+    for (r, o) in o.iter_mut().enumerate() {
+        *o = s[r] * x[0];
+    }
+    for k in 1..6 {
+        for (r, o) in o.iter_mut().enumerate() {
+            *o += s[6 * k + r] * x[k];
+        }
+    }
+    Vector6::from(o)
+}
+
+/// `m^T x`: each entry the dot product of a column of `m` with `x`, summed in order from zero
+/// as nalgebra's `tr_mul` does.
+#[inline(always)]
+fn tr_mul6(m: &Matrix6<f64>, x: &Vector6<f64>) -> Vector6<f64> {
+    let s = m.as_slice();
+    let mut o = [0.0; 6];
+    for (c, o) in o.iter_mut().enumerate() {
+        let mut acc = 0.0;
+        for k in 0..6 {
+            acc += s[6 * c + k] * x[k];
+        }
+        *o = acc;
+    }
+    Vector6::from(o)
 }
 
 /// `B(I, v) = v x* I - I v x + (I v) x*-matrix`, so that
@@ -248,13 +294,25 @@ fn with_forces(model: &Model, data: &mut Data, q: Option<&[f64]>, v: &[f64], a: 
 /// is linear in a motion change `u` entering both `a` (as `u x v`) and `v` (Pinocchio's `doYcrb`).
 fn inertia_velocity_variation(i6: &Matrix6<f64>, v: &Vector6<f64>, h: &Vector6<f64>) -> Matrix6<f64> {
     // crf(v) = [[w x, 0], [v x, w x]]; crm(v) = -crf(v)^T, and since I is symmetric
-    // crf(v) I - I crm(v) = A + A^T with A = crf(v) I.
-    let (wx, vx) = (skew(&ang(v)), skew(&lin(v)));
-    let mut crf = Matrix6::zeros();
-    crf.fixed_view_mut::<3, 3>(0, 0).copy_from(&wx);
-    crf.fixed_view_mut::<3, 3>(3, 0).copy_from(&vx);
-    crf.fixed_view_mut::<3, 3>(3, 3).copy_from(&wx);
-    let a = crf * i6;
+    // crf(v) I - I crm(v) = A + A^T with A = crf(v) I. A's column c is
+    // [w x I_top; v x I_top + w x I_bottom] of I's column c: the dense product's sums over k in
+    // increasing order with its structural zeros left out (adding a zero product changes no
+    // sum), so the entries are the dense product's bit for bit at a quarter of the work.
+    let (w, u) = (ang(v), lin(v));
+    let s = i6.as_slice();
+    let mut a = Matrix6::zeros();
+    let out = a.as_mut_slice();
+    for c in 0..6 {
+        let (x, y) = (&s[6 * c..6 * c + 3], &s[6 * c + 3..6 * c + 6]);
+        let o = &mut out[6 * c..6 * c + 6];
+        // Rows of w x (skew rows [0, -wz, wy], [wz, 0, -wx], [-wy, wx, 0]).
+        o[0] = -w.z * x[1] + w.y * x[2];
+        o[1] = w.z * x[0] + -w.x * x[2];
+        o[2] = -w.y * x[0] + w.x * x[1];
+        o[3] = ((-u.z * x[1] + u.y * x[2]) + -w.z * y[1]) + w.y * y[2];
+        o[4] = ((u.z * x[0] + -u.x * x[2]) + w.z * y[0]) + -w.x * y[2];
+        o[5] = ((-u.y * x[0] + u.x * x[1]) + -w.y * y[0]) + w.x * y[1];
+    }
     let mut b = a + a.transpose();
     // u x* h = [w_u x f_h; w_u x n_h + v_u x f_h] = [[0, -f x], [-f x, -n x]] u.
     let (fx, nx): (Matrix3<f64>, Matrix3<f64>) = (skew(&lin(h)), skew(&ang(h)));

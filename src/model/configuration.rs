@@ -101,6 +101,22 @@ pub fn integrate_jacobians(
     // As slices: nalgebra's `fill` steps through a strided iterator, entry by entry.
     d_dq.as_mut_slice().fill(0.0);
     d_ddq.as_mut_slice().fill(0.0);
+    integrate_jacobian_blocks(model, dq, d_dq, d_ddq);
+}
+
+/// The joints' diagonal blocks of [`integrate_jacobians`], written into `d_dq` and `d_ddq`
+/// (nv x nv); the entries off those blocks are left as they are. For a caller that reads only
+/// the blocks (the transition Jacobians), which then need not clear the rest every call.
+pub fn integrate_jacobian_blocks(
+    model: &Model,
+    dq: &[f64],
+    d_dq: &mut nalgebra::DMatrix<f64>,
+    d_ddq: &mut nalgebra::DMatrix<f64>,
+) {
+    assert!(
+        d_dq.shape() == (model.nv, model.nv) && d_ddq.shape() == (model.nv, model.nv),
+        "integrate_jacobian_blocks: d_dq and d_ddq must be nv x nv"
+    );
     for j in &model.joints {
         let iv = j.idx_v;
         match j.kind {
@@ -203,6 +219,29 @@ mod tests {
             integrate(&model, q.as_slice(), (&dq - &e).as_slice(), qp.as_mut_slice());
             difference(&model, q1.as_slice(), qp.as_slice(), out2.as_mut_slice());
             assert!(((&out - &out2) / (2.0 * eps) - jv.column(k)).norm() < 1e-7, "d/ddq column {k}");
+        }
+    }
+
+    #[test]
+    fn integrate_jacobian_blocks_write_the_blocks_and_nothing_else() {
+        let model = builtin::quadruped().unwrap().model;
+        let nv = model.nv;
+        let (_, dq) = sample(&model, 5);
+        let (mut jq, mut jv) = (nalgebra::DMatrix::zeros(nv, nv), nalgebra::DMatrix::zeros(nv, nv));
+        integrate_jacobians(&model, dq.as_slice(), &mut jq, &mut jv);
+        // Off the blocks a marker survives; on them the entries are the full call's.
+        let (mut bq, mut bv) =
+            (nalgebra::DMatrix::from_element(nv, nv, 7.0), nalgebra::DMatrix::from_element(nv, nv, 7.0));
+        integrate_jacobian_blocks(&model, dq.as_slice(), &mut bq, &mut bv);
+        let joint_of = |d: usize| model.joints.iter().position(|j| (j.idx_v..j.idx_v + j.nv()).contains(&d)).unwrap();
+        for r in 0..nv {
+            for c in 0..nv {
+                if joint_of(r) == joint_of(c) {
+                    assert_eq!((bq[(r, c)], bv[(r, c)]), (jq[(r, c)], jv[(r, c)]), "block entry ({r}, {c})");
+                } else {
+                    assert_eq!((bq[(r, c)], bv[(r, c)]), (7.0, 7.0), "off-block entry ({r}, {c})");
+                }
+            }
         }
     }
 

@@ -210,6 +210,10 @@ impl Inertia {
     }
 
     /// The 6 x 6 matrix of this inertia.
+    // Not inlined into callers' AVX2 copies: there LLVM builds its zero blocks with a
+    // register-to-register VEX `vmovq`, which valgrind 3.19 (our instruction counter) cannot
+    // decode.
+    #[inline(never)]
     pub fn matrix(&self) -> Matrix6<f64> {
         let c = skew(&self.com);
         let mut m6 = Matrix6::zeros();
