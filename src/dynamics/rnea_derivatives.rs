@@ -158,11 +158,12 @@ fn with_forces(model: &Model, data: &mut Data, q: Option<&[f64]>, v: &[f64], a: 
             data.dvdq[col] = dvdq;
             data.oj[col] = jc;
         }
-        let oi = model.inertias[i].transformed(&o).matrix();
-        let h = oi * ov;
-        data.of[i] = oi * oa + cross_force(&ov, &h);
-        data.o_ycrb[i] = oi;
-        data.do_ycrb[i] = inertia_velocity_variation(&oi, &ov, &h);
+        // Written in place: a 6 x 6 returned by value is a copy per joint.
+        data.o_ycrb[i] = model.inertias[i].transformed(&o).matrix();
+        let oi = &data.o_ycrb[i];
+        let h = mul6(oi, &ov);
+        data.of[i] = mul6(oi, &oa) + cross_force(&ov, &h);
+        inertia_velocity_variation(oi, &ov, &h, &mut data.do_ycrb[i]);
         data.o_phi[i] = Matrix6x3::zeros();
         data.ov[i] = ov;
         data.oa_gf[i] = oa;
@@ -291,8 +292,9 @@ fn tr_mul6(m: &Matrix6<f64>, x: &Vector6<f64>) -> Vector6<f64> {
 
 /// `B(I, v) = v x* I - I v x + (I v) x*-matrix`, so that
 /// `B u = I (u x v) + v x* (I u) + u x* (I v)`: the change of a body force `I a + v x* I v` that
-/// is linear in a motion change `u` entering both `a` (as `u x v`) and `v` (Pinocchio's `doYcrb`).
-fn inertia_velocity_variation(i6: &Matrix6<f64>, v: &Vector6<f64>, h: &Vector6<f64>) -> Matrix6<f64> {
+/// is linear in a motion change `u` entering both `a` (as `u x v`) and `v` (Pinocchio's `doYcrb`),
+/// written into `b`.
+fn inertia_velocity_variation(i6: &Matrix6<f64>, v: &Vector6<f64>, h: &Vector6<f64>, b: &mut Matrix6<f64>) {
     // crf(v) = [[w x, 0], [v x, w x]]; crm(v) = -crf(v)^T, and since I is symmetric
     // crf(v) I - I crm(v) = A + A^T with A = crf(v) I. A's column c is
     // [w x I_top; v x I_top + w x I_bottom] of I's column c: the dense product's sums over k in
@@ -313,7 +315,13 @@ fn inertia_velocity_variation(i6: &Matrix6<f64>, v: &Vector6<f64>, h: &Vector6<f
         o[4] = ((u.z * x[0] + -u.x * x[2]) + w.z * y[0]) + -w.x * y[2];
         o[5] = ((-u.y * x[0] + u.x * x[1]) + -w.y * y[0]) + w.x * y[1];
     }
-    let mut b = a + a.transpose();
+    // b = a + a^T, entry by entry as nalgebra's sum of the two.
+    let (sa, sb) = (a.as_slice(), b.as_mut_slice());
+    for c in 0..6 {
+        for r in 0..6 {
+            sb[r + 6 * c] = sa[r + 6 * c] + sa[c + 6 * r];
+        }
+    }
     // u x* h = [w_u x f_h; w_u x n_h + v_u x f_h] = [[0, -f x], [-f x, -n x]] u.
     let (fx, nx): (Matrix3<f64>, Matrix3<f64>) = (skew(&lin(h)), skew(&ang(h)));
     let mut top_right = b.fixed_view_mut::<3, 3>(0, 3);
@@ -322,5 +330,4 @@ fn inertia_velocity_variation(i6: &Matrix6<f64>, v: &Vector6<f64>, h: &Vector6<f
     bottom_left -= fx;
     let mut bottom_right = b.fixed_view_mut::<3, 3>(3, 3);
     bottom_right -= nx;
-    b
 }
