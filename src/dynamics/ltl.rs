@@ -7,11 +7,11 @@
 //! expanded parent array `lambda(i)` (the dof preceding `i` on the path to the root) the factor
 //! and each solve cost O(nv * depth) instead of O(nv^3) and O(nv^2): for a quadruped leg, depth 9
 //! instead of 18. `L^-T J^T` of a contact Jacobian stays supported on the contact's own branch.
-//! Parents are given as `model.dof_parent` (`usize::MAX` for a dof with no parent).
+//! Parents are given as `model.dof_parent` ([`NO_DOF`](crate::model::NO_DOF) for a dof with no parent).
 
 use nalgebra::DMatrix;
 
-const NONE: usize = usize::MAX;
+use crate::model::NO_DOF;
 
 /// Factors `a + diag(shift)` as `L^T L` into the lower triangle of `l` (the strict upper
 /// triangle of `l` is not touched). Returns `false` if the matrix is not positive definite.
@@ -27,7 +27,7 @@ pub fn factor(a: &DMatrix<f64>, shift: Option<&[f64]>, parent: &[usize], l: &mut
         for k in 0..n {
             *dst.get_unchecked_mut(k + k * n) = src.get_unchecked(k + k * n) + shift.map_or(0.0, |s| s[k]);
             let mut i = *parent.get_unchecked(k);
-            while i != NONE {
+            while i != NO_DOF {
                 *dst.get_unchecked_mut(k + i * n) = *src.get_unchecked(k + i * n);
                 i = *parent.get_unchecked(i);
             }
@@ -40,15 +40,15 @@ pub fn factor(a: &DMatrix<f64>, shift: Option<&[f64]>, parent: &[usize], l: &mut
             let lkk = d.sqrt();
             *dst.get_unchecked_mut(k + k * n) = lkk;
             let mut i = *parent.get_unchecked(k);
-            while i != NONE {
+            while i != NO_DOF {
                 *dst.get_unchecked_mut(k + i * n) /= lkk;
                 i = *parent.get_unchecked(i);
             }
             let mut i = *parent.get_unchecked(k);
-            while i != NONE {
+            while i != NO_DOF {
                 let lki = *dst.get_unchecked(k + i * n);
                 let mut j = i;
-                while j != NONE {
+                while j != NO_DOF {
                     *dst.get_unchecked_mut(i + j * n) -= lki * *dst.get_unchecked(k + j * n);
                     j = *parent.get_unchecked(j);
                 }
@@ -65,7 +65,7 @@ pub fn factor(a: &DMatrix<f64>, shift: Option<&[f64]>, parent: &[usize], l: &mut
 fn check(l: &DMatrix<f64>, parent: &[usize]) {
     let n = l.nrows();
     assert!(l.ncols() == n && parent.len() == n, "ltl: factor is {}x{}, {} parents", n, l.ncols(), parent.len());
-    assert!(parent.iter().enumerate().all(|(i, &p)| p == NONE || p < i), "ltl: a parent dof must precede its child");
+    assert!(parent.iter().enumerate().all(|(i, &p)| p == NO_DOF || p < i), "ltl: a parent dof must precede its child");
 }
 
 /// `x <- L^-T x`.
@@ -80,7 +80,7 @@ pub fn solve_lt(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
         let xi = x[i] / s[i + i * n];
         x[i] = xi;
         let mut j = parent[i];
-        while j != NONE {
+        while j != NO_DOF {
             x[j] -= s[i + j * n] * xi;
             j = parent[j];
         }
@@ -121,7 +121,7 @@ pub fn solve_l(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64]) {
     for i in 0..n {
         let mut acc = x[i];
         let mut j = parent[i];
-        while j != NONE {
+        while j != NO_DOF {
             acc -= s[i + j * n] * x[j];
             j = parent[j];
         }
@@ -154,7 +154,7 @@ fn solve_lt_multi_impl(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usi
             *v *= inv;
         }
         let mut j = parent[i];
-        while j != NONE {
+        while j != NO_DOF {
             let lij = s[i + j * n];
             for (a, &b) in before[j * m..(j + 1) * m].iter_mut().zip(xi.iter()) {
                 *a -= lij * b;
@@ -180,7 +180,7 @@ fn solve_l_multi_impl(l: &DMatrix<f64>, parent: &[usize], x: &mut [f64], m: usiz
         let (before, rest) = x.split_at_mut(i * m);
         let xi = &mut rest[..m];
         let mut j = parent[i];
-        while j != NONE {
+        while j != NO_DOF {
             let lij = s[i + j * n];
             for (a, &b) in xi.iter_mut().zip(before[j * m..(j + 1) * m].iter()) {
                 *a -= lij * b;

@@ -57,7 +57,7 @@
 //! `kinematics_derivatives` for contact frames).
 
 use super::kinematics::{joint_motion, joint_transform};
-use crate::model::{Data, Model};
+use crate::model::{Data, Model, NO_DOF};
 use crate::spatial::{ang, cross_force, cross_motion, lin, motion, skew};
 use nalgebra::{Matrix3, Matrix6, Matrix6x3, Vector3, Vector6};
 
@@ -251,9 +251,6 @@ fn with_forces(model: &Model, data: &mut Data, q: Option<&[f64]>, v: &[f64], a: 
         }
     }
 }
-
-/// `Model::dof_parent` of a root dof.
-const NO_DOF: usize = usize::MAX;
 
 /// `m x`, summed over the columns of `m` in order as nalgebra's product does (the same bits).
 /// Written out because nalgebra's generic product, inlined into the AVX2 copy with the 6 x 6

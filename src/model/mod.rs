@@ -149,6 +149,9 @@ pub struct Geometry {
     pub rgba: [f32; 4],
 }
 
+/// [`Model::dof_parent`] of a dof with no parent (a root joint's first dof).
+pub const NO_DOF: usize = usize::MAX;
+
 /// Immutable description of a robot. Build it with [`ModelBuilder`] or [`urdf::load`].
 #[derive(Clone, Debug)]
 pub struct Model {
@@ -179,7 +182,7 @@ pub struct Model {
     /// For each body, the chain of bodies from the root to it (inclusive), root first.
     pub supports: Vec<Vec<usize>>,
     /// Expanded parent array over dofs (nv): the dof preceding each dof on its path to the
-    /// root, `usize::MAX` for none (Featherstone's `lambda`, for sparse factorizations).
+    /// root, [`NO_DOF`] for none (Featherstone's `lambda`, for sparse factorizations).
     pub dof_parent: Vec<usize>,
 }
 
@@ -386,7 +389,7 @@ impl ModelBuilder {
         m.armature = vec![0.0; m.nv];
         m.dof_parent = Vec::with_capacity(m.nv);
         for j in &m.joints {
-            let before = j.parent.map(|p| m.joints[p].idx_v + m.joints[p].nv() - 1).unwrap_or(usize::MAX);
+            let before = j.parent.map(|p| m.joints[p].idx_v + m.joints[p].nv() - 1).unwrap_or(NO_DOF);
             for c in 0..j.nv() {
                 m.dof_parent.push(if c == 0 { before } else { j.idx_v + c - 1 });
             }
