@@ -14,11 +14,15 @@
 //! knots of 10 ms, exact sensitivity), on one and on two threads (`ddp::Settings::threads`),
 //! for issue 21's target of 1.5 ms.
 //!
-//! Each time is the median over blocks (a block: many calls, its mean per call). With
-//! `--count N` it runs N steps and N relaxed and N exact Jacobians, each batch in a function of
-//! its own, for an instruction counter (`benches/peers/count_instructions.py`).
+//! Each time is the median over blocks (a block: many calls, its mean per call); the batch's
+//! one- and two-thread blocks alternate, so that a drift of the clock within the round falls on
+//! both. With `--count N` it runs N steps, N relaxed and N exact Jacobians and N RNEA
+//! derivatives (from the configuration, as Pinocchio's `computeRNEADerivatives`), each batch in a
+//! function of its own, for an instruction counter (`benches/peers/count_instructions.py`).
 
 use contactlab::diff::transition::{transition_jacobians, Sensitivity, TransitionWorkspace};
+use contactlab::dynamics::rnea_derivatives;
+use contactlab::model::Data;
 use contactlab::ocp::cito::CitoSettings;
 use contactlab::ocp::{Ddp, Settings};
 use contactlab::scene::Scene;
@@ -66,6 +70,9 @@ struct Counted<'a> {
     a: DMatrix<f64>,
     b: DMatrix<f64>,
     tau_ext: DVector<f64>,
+    /// The RNEA derivatives' workspace and acceleration: the step's `(v+ - v) / h`.
+    data: Data,
+    acc: DVector<f64>,
 }
 
 impl<'a> Counted<'a> {
@@ -79,6 +86,12 @@ impl<'a> Counted<'a> {
             a: DMatrix::zeros(2 * nv, 2 * nv),
             b: DMatrix::zeros(2 * nv, nu),
             tau_ext: DVector::zeros(nv),
+            data: Data::new(&sim.model),
+            acc: {
+                let mut next = sim.clone();
+                next.step();
+                (&next.v - &sim.v) / sim.settings.dt
+            },
         }
     }
 
@@ -124,14 +137,26 @@ fn counted_exact(c: &mut Counted, n: usize) {
     c.jacobians(n, Sensitivity::Exact)
 }
 
+/// `n` RNEA derivatives at the settled state and the step's acceleration, kinematics included
+/// (the Jacobians start theirs from the step's placements and add the contact loads).
+#[inline(never)]
+fn counted_rnea_derivatives(c: &mut Counted, n: usize) {
+    let (q, v) = (c.sim.q.as_slice(), c.sim.v.as_slice());
+    for _ in 0..n {
+        rnea_derivatives(&c.sim.model, &mut c.data, q, v, c.acc.as_slice());
+        black_box(&c.data.dtau_dq);
+    }
+}
+
 fn main() {
     let s = Scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/quadruped_stand.ron")).expect("scene");
     let mut sim = s.simulation();
     for _ in 0..1000 {
         sim.step();
     }
-    // `--count N`: N steps, then N relaxed and N exact Jacobians, each in its own function, for
-    // `valgrind --tool=callgrind --toggle-collect=...` (benches/peers/count_instructions.py).
+    // `--count N`: N steps, then N relaxed and N exact Jacobians and N RNEA derivatives, each in
+    // its own function, for `valgrind --tool=callgrind --toggle-collect=...`
+    // (benches/peers/count_instructions.py).
     let args: Vec<String> = std::env::args().collect();
     let mut c = Counted::new(&sim);
     if let [_, flag, n] = &args[..] {
@@ -140,6 +165,7 @@ fn main() {
         counted_steps(&mut c, n);
         counted_relaxed(&mut c, n);
         counted_exact(&mut c, n);
+        counted_rnea_derivatives(&mut c, n);
         return;
     }
     // Timed one call at a time through the same functions.
@@ -149,11 +175,24 @@ fn main() {
 
     // From the same settled state as the step (`benches/scaling.rs` settles the builtin
     // quadruped under the same PD for 3 s instead of 2 s: both stand still on four feet).
+    // The one- and two-thread blocks alternate (seven of each, their medians): run one after
+    // the other, a drift of the clock between them went into their ratio (1.56 to 2.36 in
+    // three runs of five blocks each, scratch).
     let mut rollouts = serde_json::Map::new();
-    for threads in [1, 2] {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
-        let s = median_us(5, 1, || assert_eq!(pool.install(|| batch(&sim)), 64 * 250));
-        rollouts.insert(format!("rollouts_64x250_{threads}_threads_steps_per_s"), (64.0 * 250.0 / (s * 1e-6)).into());
+    let pools: Vec<rayon::ThreadPool> =
+        [1, 2].iter().map(|&n| rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("pool")).collect();
+    let mut blocks = [Vec::new(), Vec::new()];
+    for _ in 0..7 {
+        for (pool, t) in pools.iter().zip(blocks.iter_mut()) {
+            let start = Instant::now();
+            assert_eq!(pool.install(|| batch(&sim)), 64 * 250);
+            t.push(start.elapsed().as_secs_f64());
+        }
+    }
+    for (threads, mut t) in [1, 2].into_iter().zip(blocks) {
+        t.sort_by(f64::total_cmp);
+        rollouts
+            .insert(format!("rollouts_64x250_{threads}_threads_steps_per_s"), (64.0 * 250.0 / t[t.len() / 2]).into());
     }
     // One DDP iteration from the same start each time (`benches/ddp.rs` times the same step of
     // the solver on its own problem), on one and two threads.

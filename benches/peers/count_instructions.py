@@ -1,6 +1,7 @@
 """Instructions executed per call (valgrind's callgrind) of ContactLab's step and transition
 Jacobians and of MuJoCo's `mj_step` and `mjd_transitionFD`, on the same standing quadruped as
-`mujoco_same_robot.py` (issue 21). Unlike the wall clock of this shared machine, an instruction
+`mujoco_same_robot.py` (issue 21), and of the RNEA derivatives, ours and Pinocchio's
+`computeRNEADerivatives` on the same URDF. Unlike the wall clock of this shared machine, an instruction
 count does not drift with the load: the same code on the same input executes the same
 instructions. It is not time (instructions per cycle differ between codes), so it stands beside
 the timed comparison, not in its place.
@@ -11,7 +12,11 @@ Jacobians, each batch in a function of its own, and callgrind counts one functio
 times from the settled state (restored before each call, outside the count), then
 `mjd_transitionFD` forward N times, and callgrind counts inside `mj_step` or `mjd_transitionFD`
 only (the Python loop around them is not counted); the settle's own `mj_step` calls are counted
-in a run without the N calls and subtracted.
+in a run without the N calls and subtracted. Pinocchio (if installed, `pip install pin`): N calls
+of `computeRNEADerivatives` at a random configuration, velocity and acceleration (seeded; the
+count does not depend on the values), counted inside its C++ function
+(`pinocchio::impl::computeRNEADerivatives`), not its Python binding; ours at the settled state
+and its step's acceleration, forward kinematics included as in Pinocchio's.
 
     python3 benches/peers/count_instructions.py --bin target/release/examples/peer_rounds \
         --out docs/results/perf/instructions.json
@@ -34,8 +39,23 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 N = 200
 
 
+PINOCCHIO_RNEA_DERIVATIVES = "*pinocchio::impl::computeRNEADerivatives<*"
+
+
 def worker(kind, n):
-    """Under callgrind: n calls of `mj_step` or `mjd_transitionFD` (forward, eps 1e-6)."""
+    """Under callgrind: n calls of `mj_step`, `mjd_transitionFD` (forward, eps 1e-6) or
+    Pinocchio's `computeRNEADerivatives`."""
+    if kind == "computeRNEADerivatives":
+        import pinocchio as pin
+
+        model = pin.buildModelFromUrdf(str(ROOT / "assets/robots/quadruped.urdf"), pin.JointModelFreeFlyer())
+        data = model.createData()
+        np.random.seed(0)
+        q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
+        v, a = np.random.randn(model.nv), np.random.randn(model.nv)
+        for _ in range(n):
+            pin.computeRNEADerivatives(model, data, q, v, a)
+        return
     import mujoco
 
     m, d = peers.standing(mujoco, (ROOT / "assets/robots/quadruped.urdf").read_text())
@@ -77,7 +97,12 @@ def main():
 
     ours = {
         name: callgrind(f"peer_rounds::{fn}", [args.bin, "--count", str(N)]) / N
-        for name, fn in [("step", "counted_steps"), ("jacobians_relaxed", "counted_relaxed"), ("jacobians_exact", "counted_exact")]
+        for name, fn in [
+            ("step", "counted_steps"),
+            ("jacobians_relaxed", "counted_relaxed"),
+            ("jacobians_exact", "counted_exact"),
+            ("rnea_derivatives", "counted_rnea_derivatives"),
+        ]
     }
     # The worker's settle (1500 steps through `mj_step`) is counted too: a run with no calls
     # after it measures that, and the difference is the N calls.
@@ -89,6 +114,20 @@ def main():
         / N
         for kind in ["mj_step", "mjd_transitionFD"]
     }
+    try:
+        import pinocchio
+
+        kind = "computeRNEADerivatives"
+        pin = {
+            "version": pinocchio.__version__,
+            kind: (
+                callgrind(PINOCCHIO_RNEA_DERIVATIVES, [sys.executable, __file__, "--worker", kind, str(N)])
+                - callgrind(PINOCCHIO_RNEA_DERIVATIVES, [sys.executable, __file__, "--worker", kind, "0"])
+            )
+            / N,
+        }
+    except ImportError:
+        pin = None
     result = {
         "robot": "contactlab_quadruped standing on 4 feet under a joint PD, flat ground mu 0.8, h = 2 ms",
         "tool": "valgrind --tool=callgrind (instructions executed per call)",
@@ -96,10 +135,14 @@ def main():
         "mujoco_version": mujoco.__version__,
         "contactlab": ours,
         "mujoco": {"mj_step": theirs["mj_step"], "mjd_transitionFD_forward": theirs["mjd_transitionFD"]},
+        "pinocchio": pin,
         "ratios": {
             "step_ours_over_mj_step": ours["step"] / theirs["mj_step"],
             "jacobians_relaxed_over_our_step": ours["jacobians_relaxed"] / ours["step"],
             "mjd_transitionFD_forward_over_our_jacobians_relaxed": theirs["mjd_transitionFD"] / ours["jacobians_relaxed"],
+            "rnea_derivatives_ours_over_pinocchio": None
+            if pin is None
+            else ours["rnea_derivatives"] / pin["computeRNEADerivatives"],
         },
         "machine": peers.stamp(),
     }
