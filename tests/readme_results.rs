@@ -537,6 +537,17 @@ fn the_peer_instruction_counts_are_the_committed_run() {
     ] {
         assert!(readme.lines().any(|l| l.trim() == row), "README lacks the instruction row\n{row}");
     }
+    // The RNEA derivatives against Pinocchio's, quoted in the prose below the table.
+    let p = &d["pinocchio"];
+    let quoted = format!(
+        "ours execute {} instructions per call against {} for Pinocchio {}'s `computeRNEADerivatives` on the same URDF, counted inside its C++ function rather than its Python binding ({:.2} of Pinocchio's;",
+        k(f(c, "rnea_derivatives")),
+        k(f(p, "computeRNEADerivatives")),
+        p["version"].as_str().expect("pinocchio version"),
+        f(r, "rnea_derivatives_ours_over_pinocchio")
+    );
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains(&quoted), "README lacks {quoted:?}");
 }
 
 /// The time-profile table (`scripts/reproduce timeprofile`) is the committed run: every group's
