@@ -150,8 +150,6 @@ pub struct TransitionWorkspace {
     d_ddq: DMatrix<f64>,
     /// Scratch (nv).
     col: DVector<f64>,
-    /// The second of the two partial sums of a row of `Y^T z` (2nv + nu + 1).
-    partial: Vec<f64>,
     /// `dw_fixed` kept while `dw` is overwritten (transposed like `dw`).
     dw_fixed: DMatrix<f64>,
     /// Forward modes of the active contacts (k).
@@ -202,7 +200,6 @@ impl TransitionWorkspace {
             d_dq: DMatrix::zeros(nv, nv),
             d_ddq: DMatrix::zeros(nv, nv),
             col: DVector::zeros(nv),
-            partial: vec![0.0; ncols],
             dw_fixed: DMatrix::zeros(ncols, 3 * k),
             modes: vec![ContactMode::Separated; k],
             signorini: SignoriniSolver::new(k.max(1)),
@@ -399,30 +396,14 @@ fn after_step(
     if n > 0 {
         // dw_fixed = Y^T z + [dw/dq | 0 | 0]; column r of Y lives on contact r/3's chain.
         // Row r of dw is the combination of z's rows on contact r/3's chain with the chain's
-        // entries of Y's column r: contiguous passes over all columns at once. The chain's
-        // entries alternate between two partial sums (as a dot product with two accumulators
-        // would; the chain is short and one sum would be a dependent chain per column).
+        // entries of Y's column r, a contact's three rows at once (`chain_rows_times_z`).
         // Y's entries come packed by chain position (`StepWorkspace::y_chain`).
-        let y = &ws.y_chain;
         let z = tw.dv.as_slice();
         let dw = tw.dw.as_mut_slice();
-        let a1 = &mut tw.partial[..ncols];
-        for r in 0..n {
-            let chain = &ws.contacts.dofs[ws.contacts.active[r / 3]];
-            let yr = &y[(r / 3) * nv..(r / 3) * nv + chain.len()];
-            let a0 = &mut dw[r * ncols..(r + 1) * ncols];
-            a0.fill(0.0);
-            a1.fill(0.0);
-            for (p, (&d, yp)) in chain.iter().zip(yr).enumerate() {
-                let (acc, yd, zd) =
-                    (if p % 2 == 0 { &mut *a0 } else { &mut *a1 }, yp[r % 3], &z[d * ncols..(d + 1) * ncols]);
-                for (a, &zv) in acc.iter_mut().zip(zd) {
-                    *a += yd * zv;
-                }
-            }
-            for (a, &b) in a0.iter_mut().zip(a1.iter()) {
-                *a += b;
-            }
+        for a in 0..ka {
+            let chain = &ws.contacts.dofs[ws.contacts.active[a]];
+            let ya = &ws.y_chain[a * nv..a * nv + chain.len()];
+            chain_rows_times_z(chain, ya, z, ncols, &mut dw[3 * a * ncols..(3 * a + 3) * ncols]);
         }
         for (c, &i) in ws.contacts.active.iter().enumerate() {
             let cp = &model.contact_points[ws.contacts.point_of(i)];
@@ -640,6 +621,57 @@ fn after_step(
     info
 }
 
+/// The three rows of `Y^T Z` of one contact: `out_j = sum_p y_p[j] z_(chain_p)` (`j < 3`, rows
+/// of `out` and of `z` contiguous, `ncols` long), the chain's even and odd positions summed
+/// apart and added at the end (as a dot product with two accumulators would: the chain is short
+/// and one sum would be a dependent chain per column). Four columns at a time with the six
+/// partial sums in registers, so each row of `z` is loaded once for the three rows instead of
+/// once per row, and the sums are stored once.
+#[inline(always)]
+fn chain_rows_times_z(chain: &[usize], y: &[[f64; 4]], z: &[f64], ncols: usize, out: &mut [f64]) {
+    let full = ncols / 4 * 4;
+    for c0 in (0..full).step_by(4) {
+        chain_rows_block::<4>(chain, y, z, ncols, c0, out);
+    }
+    for c0 in full..ncols {
+        chain_rows_block::<1>(chain, y, z, ncols, c0, out);
+    }
+}
+
+/// Columns `c0..c0 + W` of [`chain_rows_times_z`] (a constant width, so that the sums stay in
+/// registers; a closure over a runtime width was compiled apart, without AVX2).
+#[inline(always)]
+fn chain_rows_block<const W: usize>(
+    chain: &[usize],
+    y: &[[f64; 4]],
+    z: &[f64],
+    ncols: usize,
+    c0: usize,
+    out: &mut [f64],
+) {
+    let (mut even, mut odd) = ([[0.0; W]; 3], [[0.0; W]; 3]);
+    let mut terms = chain.iter().zip(y);
+    while let Some((&d, yp)) = terms.next() {
+        chain_rows_add::<W>(&mut even, &z[d * ncols + c0..d * ncols + c0 + W], yp);
+        let Some((&d, yp)) = terms.next() else { break };
+        chain_rows_add::<W>(&mut odd, &z[d * ncols + c0..d * ncols + c0 + W], yp);
+    }
+    for (j, (e, od)) in even.iter().zip(&odd).enumerate() {
+        for (c, x) in out[j * ncols + c0..j * ncols + c0 + W].iter_mut().enumerate() {
+            *x = e[c] + od[c];
+        }
+    }
+}
+
+#[inline(always)]
+fn chain_rows_add<const W: usize>(acc: &mut [[f64; W]; 3], zd: &[f64], yp: &[f64; 4]) {
+    for (j, acc) in acc.iter_mut().enumerate() {
+        for (a, &zv) in acc.iter_mut().zip(zd) {
+            *a += yp[j] * zv;
+        }
+    }
+}
+
 /// `a . b` summed as nalgebra's `dot` of a `Vector3` sums it (left to right), so that the
 /// numbers do not change with the slices.
 #[inline(always)]
@@ -766,20 +798,44 @@ fn solve_by_inverse(
     // K^-1, every column at once (each as `lu_solve` would give it).
     let rows = inv.nrows();
     crate::linalg::lu_inverse(lu, n, &piv[..n], inv.as_mut_slice(), rows);
-    // Row r of X = sum_k inv_rk (row k of B), accumulated in the order of k.
+    // Row r of X = sum_k inv_rk (row k of B), accumulated in the order of k from zero, sixteen
+    // columns at a time in registers (a pass over the whole row per k loaded and stored the
+    // row's sums once per k).
     let cols = b.nrows();
     let (bs, os) = (b.as_slice(), out.as_mut_slice());
+    let full = cols / 16 * 16;
     for r in 0..n {
         let o = &mut os[r * cols..(r + 1) * cols];
-        o.fill(0.0);
-        for k in 0..n {
-            let v = inv[(r, k)];
-            for (x, &bv) in o.iter_mut().zip(&bs[k * cols..(k + 1) * cols]) {
-                *x += bv * v;
-            }
+        let ir = |k: usize| inv[(r, k)];
+        for c0 in (0..full).step_by(16) {
+            combine_rows_block::<16>(n, ir, bs, cols, c0, o);
+        }
+        for c0 in full..cols {
+            combine_rows_block::<1>(n, ir, bs, cols, c0, o);
         }
     }
     true
+}
+
+/// Columns `c0..c0 + W` of `o = sum_k coef(k) (row k of B)` (`B`'s rows contiguous, `cols`
+/// long), summed in the order of `k` from zero.
+#[inline(always)]
+fn combine_rows_block<const W: usize>(
+    n: usize,
+    coef: impl Fn(usize) -> f64,
+    bs: &[f64],
+    cols: usize,
+    c0: usize,
+    o: &mut [f64],
+) {
+    let mut acc = [0.0; W];
+    for k in 0..n {
+        let v = coef(k);
+        for (x, &bv) in acc.iter_mut().zip(&bs[k * cols + c0..k * cols + c0 + W]) {
+            *x += bv * v;
+        }
+    }
+    o[c0..c0 + W].copy_from_slice(&acc);
 }
 
 /// `out = alpha * blk * R` for the `w x w` block `blk` and the rows `row0..row0 + w` of the
